@@ -1,0 +1,1 @@
+"""Broker: processors, managers, registration, and the store behind them."""

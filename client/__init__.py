@@ -1,0 +1,1 @@
+"""Python SDK: producers, consumers, admin, and the Spark connector."""

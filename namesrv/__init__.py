@@ -1,0 +1,1 @@
+"""NameServer: route registry, broker liveness, KV config."""

@@ -1,0 +1,203 @@
+"""asyncio ``RemotingClient``: one long-lived connection per address, shared by every caller.
+
+Like Java's NettyRemotingClient: a connection is made on first use and reused; after a drop the
+next call reconnects; a periodic scan fails async calls past their deadline; RPC hooks run just
+before each request is written and just after its response arrives (ACL signing is one); and a
+client-side processor table answers what a broker asks (transaction checks, consumer-ids-changed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from remoting.command import RemotingCommand
+from remoting.connection import ConnectionEvents, InvokeCallback, RemotingConnection
+from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+
+log = logging.getLogger("rocketmq.remoting")
+
+
+class RPCHook(Protocol):
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None: ...
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand) -> None: ...
+
+
+@dataclass
+class ClientConfig:
+    connect_timeout: float = 3.0
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    # Java clients close a channel idle for 120 s (clientChannelMaxIdleTimeSeconds).
+    channel_max_idle: float = 120.0
+    scan_interval: float = 1.0
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port)."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RemotingConnectError(addr, "address is not host:port")
+    return host.strip("[]"), int(port)
+
+
+class RemotingClient:
+    def __init__(self, config: ClientConfig | None = None, rpc_hooks: Sequence[RPCHook] = (),
+                 listener: ConnectionEvents | None = None) -> None:
+        self.config = config or ClientConfig()
+        self.rpc_hooks: list[RPCHook] = list(rpc_hooks)
+        self.processors = ProcessorTable()
+        self.listener = listener or ConnectionEvents()
+        self._connections: dict[str, RemotingConnection] = {}
+        self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
+        self._housekeeping: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def register_processor(self, code: int, processor: RequestProcessor | ProcessorFunc,
+                           max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        self.processors.register(code, processor, max_concurrency)
+
+    def start(self) -> None:
+        if self._housekeeping is None:
+            self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+
+    # -- connections ------------------------------------------------------------------------
+
+    async def get_connection(self, addr: str) -> RemotingConnection:
+        conn = self._connections.get(addr)
+        if conn is not None and conn.is_open:
+            return conn
+        if self._closed:
+            raise RemotingConnectError(addr, "client is shut down")
+        waiting = self._connecting.get(addr)
+        if waiting is not None:
+            return await asyncio.shield(waiting)
+        fut: asyncio.Future[RemotingConnection] = asyncio.get_running_loop().create_future()
+        self._connecting[addr] = fut
+        try:
+            conn = await self._connect(addr)
+        except BaseException as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: other waiters re-raise it themselves
+            raise
+        else:
+            fut.set_result(conn)
+            self._connections[addr] = conn
+            return conn
+        finally:
+            self._connecting.pop(addr, None)
+
+    async def _connect(self, addr: str) -> RemotingConnection:
+        host, port = split_addr(addr)
+        loop = asyncio.get_running_loop()
+        cfg = self.config
+        try:
+            async with asyncio.timeout(cfg.connect_timeout):
+                _, conn = await loop.create_connection(
+                    lambda: RemotingConnection(self.processors, _ClientEvents(self, addr),
+                                               max_frame_size=cfg.max_frame_size),
+                    host, port)
+        except TimeoutError:
+            raise RemotingConnectError(addr, f"timed out after {cfg.connect_timeout}s") from None
+        except OSError as exc:
+            raise RemotingConnectError(addr, exc.strerror or str(exc)) from None
+        self.start()
+        return conn
+
+    def close_connection(self, addr: str) -> None:
+        conn = self._connections.pop(addr, None)
+        if conn is not None:
+            conn.close("closed by client")
+
+    def _forget(self, addr: str, conn: RemotingConnection) -> None:
+        if self._connections.get(addr) is conn:
+            del self._connections[addr]
+
+    # -- calls ------------------------------------------------------------------------------
+
+    async def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Request/response; connection time counts against ``timeout`` as in Java's invokeSync."""
+        start = time.monotonic()
+        conn = await self.get_connection(addr)
+        for hook in self.rpc_hooks:
+            hook.do_before_request(addr, request)
+        remaining = timeout - (time.monotonic() - start)
+        if remaining <= 0:
+            raise RemotingTimeoutError(addr, timeout)
+        response = await conn.invoke(request, remaining)
+        for hook in self.rpc_hooks:
+            hook.do_after_response(addr, request, response)
+        return response
+
+    async def invoke_async(self, addr: str, request: RemotingCommand, timeout: float,
+                           callback: InvokeCallback) -> None:
+        """Send and return at once; ``callback(response, error)`` runs when the answer (or the
+        timeout, found by the periodic scan, or the connection's close) comes."""
+        conn = await self.get_connection(addr)
+        for hook in self.rpc_hooks:
+            hook.do_before_request(addr, request)
+        hooks = self.rpc_hooks
+
+        def done(response: RemotingCommand | None, error: BaseException | None) -> None:
+            if response is not None:
+                for hook in hooks:
+                    hook.do_after_response(addr, request, response)
+            callback(response, error)
+
+        conn.invoke_async(request, timeout, done)
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        conn = await self.get_connection(addr)
+        for hook in self.rpc_hooks:
+            hook.do_before_request(addr, request)
+        conn.invoke_oneway(request)
+
+    # -- housekeeping -----------------------------------------------------------------------
+
+    async def _housekeep(self) -> None:
+        cfg = self.config
+        while True:
+            await asyncio.sleep(cfg.scan_interval)
+            now = time.monotonic()
+            for addr, conn in list(self._connections.items()):
+                conn.scan_expired(now)
+                if cfg.channel_max_idle > 0 and now - conn.last_activity > cfg.channel_max_idle \
+                        and conn.pending_count == 0:
+                    log.info("closing idle connection to %s", addr)
+                    self.close_connection(addr)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._housekeeping:
+            self._housekeeping.cancel()
+            self._housekeeping = None
+        conns = list(self._connections.values())
+        self._connections.clear()
+        for conn in conns:
+            conn.close("client shutdown")
+        for conn in conns:
+            await conn.wait_closed()
+        await self.processors.drain(1.0)
+
+
+class _ClientEvents(ConnectionEvents):
+    def __init__(self, client: RemotingClient, addr: str) -> None:
+        self._client = client
+        self._addr = addr
+
+    def on_connect(self, conn: RemotingConnection) -> None:
+        self._client.listener.on_connect(conn)
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        self._client._forget(self._addr, conn)
+        self._client.listener.on_close(conn)
+
+    def on_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self._client.listener.on_exception(conn, exc)

@@ -1,0 +1,123 @@
+"""``RemotingCommand``: one request or response of RocketMQ's remoting protocol.
+
+Plain data with ``__slots__``: a broker builds and parses tens of thousands of these a second,
+so construction is kept to attribute stores. Framing and header encodings live in
+``remoting.frame`` and ``remoting.serializer``; this module knows nothing of bytes on the wire.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, TypeVar
+
+from remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
+
+if TYPE_CHECKING:
+    from remoting.header import CommandHeader
+
+    H = TypeVar("H", bound=CommandHeader)
+
+# Flag bits (remoting.md §5): bit 0 marks a response, bit 1 a oneway request.
+RPC_TYPE_RESPONSE = 0x1
+RPC_ONEWAY = 0x2
+
+# Java keeps one process-wide opaque counter; we mask to 31 bits so ids stay positive and
+# never collide with a wrapped negative id from the same process.
+_opaque_counter = itertools.count(1)
+
+
+def next_opaque() -> int:
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+class RemotingCommand:
+    __slots__ = ("body", "code", "ext_fields", "flag", "language", "opaque", "remark",
+                 "serialize_type", "version")
+
+    def __init__(
+        self,
+        code: int,
+        *,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | None = None,
+        language: int = LanguageCode.PYTHON,
+        version: int = CURRENT_VERSION,
+        serialize_type: int = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        header: CommandHeader | dict[str, str] | None = None,
+        body: bytes | None = None,
+        *,
+        serialize_type: int = SerializeType.JSON,
+        language: int = LanguageCode.PYTHON,
+    ) -> RemotingCommand:
+        """A two-way request with a fresh opaque; a typed header is written into extFields."""
+        ext = header.to_ext_fields() if header is not None and not isinstance(header, dict) else header
+        return cls(code, opaque=next_opaque(), ext_fields=ext, body=body,
+                   serialize_type=serialize_type, language=language)
+
+    def response(
+        self,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        header: CommandHeader | dict[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> RemotingCommand:
+        """The response to this request: same opaque, response flag, the request's serialization
+        (old C++ clients cannot read any other, remoting.md §2)."""
+        ext = header.to_ext_fields() if header is not None and not isinstance(header, dict) else header
+        return RemotingCommand(code, opaque=self.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
+                               ext_fields=ext, body=body, language=LanguageCode.JAVA,
+                               serialize_type=self.serialize_type)
+
+    # -- flags ----------------------------------------------------------------------------
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_TYPE_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY)
+
+    def mark_oneway(self) -> RemotingCommand:
+        self.flag |= RPC_ONEWAY
+        return self
+
+    # -- headers --------------------------------------------------------------------------
+
+    def decode_header(self, header_cls: type[H]) -> H:
+        """Read a typed header out of extFields; raises ``HeaderError`` naming what is wrong."""
+        return header_cls.from_ext_fields(self.ext_fields or {})
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        body = len(self.body) if self.body else 0
+        return (f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+                f"remark={self.remark!r} ext={self.ext_fields!r} body={body}B "
+                f"serialize={self.serialize_type})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]

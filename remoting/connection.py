@@ -1,0 +1,249 @@
+"""One remoting connection, used by both servers and clients.
+
+Requests and responses interleave in both directions on one TCP connection (remoting.md §1):
+a broker answers a producer's sends and, on the same connection, asks it about transactions.
+So one ``asyncio.Protocol`` does both jobs: incoming frames with the RESPONSE bit complete an
+entry of this connection's response table (opaque -> pending call); the others go to the
+owner's processor table.
+
+Writes are coalesced: every frame produced during one turn of the event loop goes out in one
+``transport.write`` at the end of the turn, which is what lets 64 requests in flight cost far
+less than 64 system calls. When the peer stops reading and the transport's buffer passes its
+high-water mark, this side stops reading too, so a slow peer cannot make memory grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from remoting.exceptions import (
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+)
+from remoting.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, FrameError, encode_frame
+
+if TYPE_CHECKING:
+    from remoting.processor import ProcessorTable
+
+log = logging.getLogger("rocketmq.remoting")
+
+# A callback of invoke_async: exactly one of (response, error) is set.
+InvokeCallback = Callable[[RemotingCommand | None, BaseException | None], None]
+
+# Java's client caps async and oneway requests with 65535-permit semaphores; the same bound keeps
+# a response table from growing without limit when a peer stops answering.
+DEFAULT_MAX_PENDING = 65535
+
+
+class _Pending:
+    __slots__ = ("callback", "deadline", "future", "timeout")
+
+    def __init__(self, future: asyncio.Future[RemotingCommand] | None, callback: InvokeCallback | None,
+                 timeout: float) -> None:
+        self.future = future
+        self.callback = callback
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+
+    def complete(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        if self.future is not None:
+            if not self.future.done():
+                if error is not None:
+                    self.future.set_exception(error)
+                else:
+                    self.future.set_result(response)  # type: ignore[arg-type]
+        elif self.callback is not None:
+            try:
+                self.callback(response, error)
+            except Exception:
+                log.exception("invoke callback raised")
+
+
+class ConnectionEvents:
+    """What an owner (server or client) hears about its connections."""
+
+    def on_connect(self, conn: RemotingConnection) -> None: ...
+    def on_close(self, conn: RemotingConnection) -> None: ...
+    def on_idle(self, conn: RemotingConnection) -> None: ...
+    def on_exception(self, conn: RemotingConnection, exc: BaseException) -> None: ...
+
+
+class RemotingConnection(asyncio.Protocol):
+    def __init__(self, processors: ProcessorTable, events: ConnectionEvents | None = None, *,
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 max_pending: int = DEFAULT_MAX_PENDING) -> None:
+        self._processors = processors
+        self._events = events
+        self._decoder = FrameDecoder(max_frame_size)
+        self._pending: dict[int, _Pending] = {}
+        self._max_pending = max_pending
+        self._wbuf: list[bytes] = []
+        self._flush_scheduled = False
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._closed = self._loop.create_future()
+        self._close_reason = "connection closed"
+        self.remote_addr = "?"
+        self.local_addr = "?"
+        self.last_activity = time.monotonic()
+        # Room for owners' per-channel state (client id, language, ...).
+        self.attributes: dict[str, Any] = {}
+
+    # -- asyncio.Protocol -------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self.remote_addr = _fmt_addr(transport.get_extra_info("peername"))
+        self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
+        if self._events:
+            self._events.on_connect(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        try:
+            commands = self._decoder.feed(data)
+        except FrameError as exc:
+            log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
+            if self._events:
+                self._events.on_exception(self, exc)
+            self.abort(f"malformed frame: {exc}")
+            return
+        pending = self._pending
+        for cmd in commands:
+            if cmd.flag & RPC_TYPE_RESPONSE:
+                entry = pending.pop(cmd.opaque, None)
+                if entry is None:
+                    log.debug("response with unknown opaque %s from %s dropped", cmd.opaque, self.remote_addr)
+                else:
+                    entry.complete(cmd, None)
+            else:
+                self._processors.dispatch(self, cmd)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = self._close_reason if exc is None else f"{self._close_reason}: {exc}"
+        self._transport = None
+        self._wbuf.clear()
+        if not self._closed.done():
+            self._closed.set_result(None)
+        self._fail_all(reason)
+        if self._events:
+            self._events.on_close(self)
+
+    def pause_writing(self) -> None:
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    # -- state ------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    def close(self, reason: str = "connection closed") -> None:
+        self._close_reason = reason
+        if self._transport is not None:
+            self._flush()
+            self._transport.close()
+
+    def abort(self, reason: str) -> None:
+        self._close_reason = reason
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def write_command(self, cmd: RemotingCommand) -> None:
+        """Queue one frame; it is written at the end of this event-loop turn."""
+        if self._transport is None:
+            raise RemotingSendRequestError(self.remote_addr, self._close_reason)
+        self._wbuf.append(encode_frame(cmd))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._wbuf or self._transport is None:
+            return
+        data = self._wbuf[0] if len(self._wbuf) == 1 else b"".join(self._wbuf)
+        self._wbuf.clear()
+        self.last_activity = time.monotonic()
+        self._transport.write(data)
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def _register(self, opaque: int, entry: _Pending) -> None:
+        if self._transport is None:
+            raise RemotingSendRequestError(self.remote_addr, self._close_reason)
+        if len(self._pending) >= self._max_pending:
+            raise RemotingTooMuchRequestError(
+                f"{len(self._pending)} requests already awaiting answers from {self.remote_addr}")
+        self._pending[opaque] = entry
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for its response, at most ``timeout`` seconds."""
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        opaque = request.opaque
+        self._register(opaque, _Pending(fut, None, timeout))
+        self.write_command(request)
+        timer = self._loop.call_later(timeout, self._expire, opaque)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    def invoke_async(self, request: RemotingCommand, timeout: float, callback: InvokeCallback) -> None:
+        """Send a request; ``callback`` runs with the response, or with the error once the
+        periodic scan finds it past its timeout (as Java's scanResponseTable does)."""
+        self._register(request.opaque, _Pending(None, callback, timeout))
+        try:
+            self.write_command(request)
+        except BaseException:
+            self._pending.pop(request.opaque, None)
+            raise
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.mark_oneway()
+        self.write_command(request)
+
+    def _expire(self, opaque: int) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry.complete(None, RemotingTimeoutError(self.remote_addr, entry.timeout))
+
+    def scan_expired(self, now: float) -> int:
+        """Fail every pending call past its deadline; returns how many were failed."""
+        expired = [op for op, e in self._pending.items() if e.deadline <= now]
+        for op in expired:
+            self._expire(op)
+        return len(expired)
+
+    def _fail_all(self, reason: str) -> None:
+        pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            entry.complete(None, RemotingSendRequestError(self.remote_addr, reason))
+
+
+def _fmt_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        host = addr[0]
+        return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
+    return str(addr)

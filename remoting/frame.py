@@ -1,0 +1,100 @@
+"""Sans-IO framing: bytes in, commands out; command in, one frame out. No sockets here.
+
+Frame layout (remoting.md §2)::
+
+    int32 totalLength (= 4 + headerLength + bodyLength, excludes itself)
+    int32 serializeType << 24 | headerLength
+    header bytes, then body bytes
+
+The decoder keeps one ``bytearray`` and a read position, in the manner of h11's receive buffer:
+whole frames are cut out as they complete and the consumed prefix is dropped in one move per
+``feed`` rather than once per frame. Every length is checked before it is trusted, so a hostile
+peer cannot make the buffer grow past one maximum frame or make a decoder read out of bounds.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from remoting.command import RemotingCommand
+from remoting.serializer import DECODERS, ENCODERS, HeaderDecodeError
+
+# Java's frame decoder rejects 4 + totalLength above 16 MiB (com.rocketmq.remoting.frameMaxLength).
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+_PREFIX = struct.Struct(">iI")
+
+
+class FrameError(ValueError):
+    """The byte stream is not a valid sequence of frames; the connection must be closed."""
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    header = ENCODERS[cmd.serialize_type](cmd)
+    body = cmd.body
+    hlen = len(header)
+    if hlen > 0xFFFFFF:
+        raise FrameError(f"header of {hlen} bytes does not fit the 24-bit length field")
+    if body:
+        return b"".join((_PREFIX.pack(4 + hlen + len(body), (cmd.serialize_type << 24) | hlen), header, body))
+    return _PREFIX.pack(4 + hlen, (cmd.serialize_type << 24) | hlen) + header
+
+
+class FrameDecoder:
+    """Feed bytes in any chunking; get whole commands back in order."""
+
+    __slots__ = ("_buf", "_pos", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        buf = self._buf
+        buf += data
+        pos = self._pos
+        end = len(buf)
+        out: list[RemotingCommand] = []
+        max_frame = self.max_frame_size
+        try:
+            while end - pos >= 8:
+                total, packed = _PREFIX.unpack_from(buf, pos)
+                if total < 4 or total + 4 > max_frame:
+                    raise FrameError(f"frame length {total} outside 4..{max_frame - 4}")
+                if end - pos - 4 < total:
+                    break
+                stype = packed >> 24
+                hlen = packed & 0xFFFFFF
+                if hlen > total - 4:
+                    raise FrameError(f"header length {hlen} exceeds frame length {total}")
+                decode = DECODERS.get(stype)
+                if decode is None:
+                    raise FrameError(f"unknown serialize type {stype}")
+                hstart = pos + 8
+                bstart = hstart + hlen
+                fend = pos + 4 + total
+                try:
+                    cmd = decode(bytes(buf[hstart:bstart]))
+                except HeaderDecodeError as exc:
+                    raise FrameError(str(exc)) from None
+                if fend > bstart:
+                    cmd.body = bytes(buf[bstart:fend])
+                out.append(cmd)
+                pos = fend
+        finally:
+            # Drop what was consumed once per feed, not once per frame.
+            if pos == end:
+                buf.clear()
+                self._pos = 0
+            elif pos > 65536 or pos > (end >> 1):
+                del buf[:pos]
+                self._pos = 0
+            else:
+                self._pos = pos
+        return out

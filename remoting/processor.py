@@ -1,0 +1,143 @@
+"""Processor tables: request code -> processor, as ``BrokerController.registerProcessor`` does.
+
+A server (or a client, for the requests a broker sends it) is a table. Adding a feature is adding
+a processor and a row. Instead of Java's executor per processor, each row has a concurrency
+limit: a request arriving while the limit is reached is answered SYSTEM_BUSY at once (Java's
+"[OVERLOAD]" answer when a processor's pool is full), so overload is visible to clients rather
+than queued without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from remoting.codes import ResponseCode
+from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+
+if TYPE_CHECKING:
+    from remoting.connection import RemotingConnection
+
+log = logging.getLogger("rocketmq.remoting")
+
+DEFAULT_MAX_CONCURRENCY = 1024
+
+OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+
+
+class RequestProcessor:
+    """One request family. ``process_request`` returns the response, or None to answer later
+    (long polling) or never (oneway)."""
+
+    async def process_request(self, conn: RemotingConnection, request: RemotingCommand
+                              ) -> RemotingCommand | None:
+        raise NotImplementedError
+
+    def reject_request(self) -> bool:
+        """True while the processor wants new requests turned away (e.g. page cache busy)."""
+        return False
+
+
+ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], Awaitable[RemotingCommand | None]]
+
+
+class _FunctionProcessor(RequestProcessor):
+    __slots__ = ("_func",)
+
+    def __init__(self, func: ProcessorFunc) -> None:
+        self._func = func
+
+    def process_request(self, conn: RemotingConnection, request: RemotingCommand
+                        ) -> Awaitable[RemotingCommand | None]:
+        return self._func(conn, request)
+
+
+class _Row:
+    __slots__ = ("in_flight", "limit", "processor")
+
+    def __init__(self, processor: RequestProcessor, limit: int) -> None:
+        self.processor = processor
+        self.limit = limit
+        self.in_flight = 0
+
+
+def exception_remark(exc: BaseException) -> str:
+    """A short description of a handler failure, like Java's RemotingHelper.exceptionSimpleDesc."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ProcessorTable:
+    def __init__(self) -> None:
+        self._rows: dict[int, _Row] = {}
+        self._default: _Row | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register(self, code: int, processor: RequestProcessor | ProcessorFunc,
+                 max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        self._rows[int(code)] = _Row(_as_processor(processor), max_concurrency)
+
+    def register_default(self, processor: RequestProcessor | ProcessorFunc,
+                         max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        self._default = _Row(_as_processor(processor), max_concurrency)
+
+    def processor_for(self, code: int) -> RequestProcessor | None:
+        row = self._rows.get(code) or self._default
+        return row.processor if row else None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        row = self._rows.get(request.code) or self._default
+        if row is None:
+            # Java answers this even for oneway requests (remoting.md §6).
+            conn.write_command(request.response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
+            return
+        if row.processor.reject_request():
+            conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
+            return
+        if row.in_flight >= row.limit:
+            if not request.is_oneway:
+                conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
+            return
+        row.in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._run(row, conn, request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, row: _Row, conn: RemotingConnection, request: RemotingCommand) -> None:
+        try:
+            response = await row.processor.process_request(conn, request)
+        except Exception as exc:
+            log.warning("processor for code %s failed on request from %s: %s",
+                        request.code, conn.remote_addr, exception_remark(exc),
+                        exc_info=not isinstance(exc, ValueError))
+            response = request.response(ResponseCode.SYSTEM_ERROR, exception_remark(exc))
+        finally:
+            row.in_flight -= 1
+        if response is None or request.is_oneway or not conn.is_open:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_TYPE_RESPONSE
+        response.serialize_type = request.serialize_type
+        conn.write_command(response)
+
+    async def drain(self, timeout: float) -> None:
+        """Let in-flight handlers finish (bounded), then cancel what is left."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=1.0)
+
+
+def _as_processor(p: RequestProcessor | ProcessorFunc) -> RequestProcessor:
+    return p if isinstance(p, RequestProcessor) else _FunctionProcessor(p)

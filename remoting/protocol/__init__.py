@@ -1,0 +1,1 @@
+"""Request/response headers, JSON bodies and the stored message record codec."""

@@ -1,0 +1,111 @@
+"""asyncio ``RemotingServer``: a listener, a processor table, and housekeeping.
+
+The server owns its connections: it fires channel events (connect, close, idle, exception) for
+the daemons' bookkeeping (a NameServer drops a broker whose connection closed; a broker forgets
+a client), closes connections idle past ``channel_max_idle`` (Java's 120 s
+``serverChannelMaxIdleTimeSeconds``), and sweeps expired server-to-client calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from remoting.connection import ConnectionEvents, RemotingConnection
+from remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+
+log = logging.getLogger("rocketmq.remoting")
+
+
+@dataclass
+class ServerConfig:
+    host: str = "0.0.0.0"
+    port: int = 0
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    channel_max_idle: float = 120.0
+    scan_interval: float = 1.0
+    shutdown_grace: float = 5.0
+
+
+class _ServerEvents(ConnectionEvents):
+    def __init__(self, server: RemotingServer) -> None:
+        self._server = server
+
+    def on_connect(self, conn: RemotingConnection) -> None:
+        self._server.connections.add(conn)
+        self._server.listener.on_connect(conn)
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        self._server.connections.discard(conn)
+        self._server.listener.on_close(conn)
+
+    def on_idle(self, conn: RemotingConnection) -> None:
+        self._server.listener.on_idle(conn)
+
+    def on_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self._server.listener.on_exception(conn, exc)
+
+
+class RemotingServer:
+    def __init__(self, config: ServerConfig | None = None, listener: ConnectionEvents | None = None) -> None:
+        self.config = config or ServerConfig()
+        self.listener = listener or ConnectionEvents()
+        self.processors = ProcessorTable()
+        self.connections: set[RemotingConnection] = set()
+        self._events = _ServerEvents(self)
+        self._server: asyncio.base_events.Server | None = None
+        self._housekeeping: asyncio.Task[None] | None = None
+
+    def register_processor(self, code: int, processor: RequestProcessor | ProcessorFunc,
+                           max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        self.processors.register(code, processor, max_concurrency)
+
+    def register_default_processor(self, processor: RequestProcessor | ProcessorFunc,
+                                   max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        self.processors.register_default(processor, max_concurrency)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when the config asked for port 0)."""
+        if self._server is None or not self._server.sockets:
+            raise RuntimeError("server is not listening")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        cfg = self.config
+        self._server = await loop.create_server(
+            lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size),
+            cfg.host, cfg.port, reuse_address=True)
+        self._housekeeping = loop.create_task(self._housekeep())
+
+    async def _housekeep(self) -> None:
+        cfg = self.config
+        while True:
+            await asyncio.sleep(cfg.scan_interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                conn.scan_expired(now)
+                if cfg.channel_max_idle > 0 and now - conn.last_activity > cfg.channel_max_idle:
+                    log.info("closing idle connection %s", conn.remote_addr)
+                    self._events.on_idle(conn)
+                    conn.close("idle")
+
+    async def close(self) -> None:
+        """Stop accepting, let running handlers finish (bounded), then close every connection."""
+        if self._server is None:
+            return
+        self._server.close()
+        if self._housekeeping:
+            self._housekeeping.cancel()
+        await self.processors.drain(self.config.shutdown_grace)
+        conns = list(self.connections)
+        for conn in conns:
+            conn.close("server shutdown")
+        for conn in conns:
+            await conn.wait_closed()
+        await self._server.wait_closed()
+        self._server = None

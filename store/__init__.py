@@ -1,0 +1,1 @@
+"""Message store: CommitLog, ConsumeQueue, IndexFile on mmap, flush, recovery, retention."""
