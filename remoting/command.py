@@ -25,6 +25,9 @@ RPC_ONEWAY = 0x2
 # never collide with a wrapped negative id from the same process.
 _opaque_counter = itertools.count(1)
 
+# Java servers answer with language JAVA; some tools display it, none should see a surprise.
+_JAVA = int(LanguageCode.JAVA)
+
 
 def next_opaque() -> int:
     return next(_opaque_counter) & 0x7FFFFFFF
@@ -37,7 +40,6 @@ class RemotingCommand:
     def __init__(
         self,
         code: int,
-        *,
         opaque: int = 0,
         flag: int = 0,
         remark: str | None = None,
@@ -71,8 +73,7 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """A two-way request with a fresh opaque; a typed header is written into extFields."""
         ext = header.to_ext_fields() if header is not None and not isinstance(header, dict) else header
-        return cls(code, opaque=next_opaque(), ext_fields=ext, body=body,
-                   serialize_type=serialize_type, language=language)
+        return cls(code, next_opaque(), 0, None, ext, body, language, CURRENT_VERSION, serialize_type)
 
     def response(
         self,
@@ -84,9 +85,9 @@ class RemotingCommand:
         """The response to this request: same opaque, response flag, the request's serialization
         (old C++ clients cannot read any other, remoting.md §2)."""
         ext = header.to_ext_fields() if header is not None and not isinstance(header, dict) else header
-        return RemotingCommand(code, opaque=self.opaque, flag=RPC_TYPE_RESPONSE, remark=remark,
-                               ext_fields=ext, body=body, language=LanguageCode.JAVA,
-                               serialize_type=self.serialize_type)
+        # Positional arguments: this runs once per request on every daemon's hot path.
+        return RemotingCommand(code, self.opaque, RPC_TYPE_RESPONSE, remark, ext, body, _JAVA,
+                               CURRENT_VERSION, self.serialize_type)
 
     # -- flags ----------------------------------------------------------------------------
 

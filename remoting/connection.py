@@ -26,7 +26,7 @@ from remoting.exceptions import (
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from remoting.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, FrameError, encode_frame
+from remoting.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, FrameError, encode_frame_head
 
 if TYPE_CHECKING:
     from remoting.processor import ProcessorTable
@@ -40,18 +40,49 @@ InvokeCallback = Callable[[RemotingCommand | None, BaseException | None], None]
 # a response table from growing without limit when a peer stops answering.
 DEFAULT_MAX_PENDING = 65535
 
+# Frames are written in batches: at the end of the loop turn, or as soon as this many are queued.
+# The early flush lets the peer start on the first frames while this side encodes the rest, so
+# the two processes of a pipelined exchange work in parallel instead of in lock-step.
+FLUSH_BATCH = 16
+
+# Sync calls expire by their own timer; only async calls are left to the periodic scan.
+_NO_DEADLINE = float("inf")
+
+
+class _TimeoutBatch:
+    """Sync calls written in one loop turn with one timeout share one timer.
+
+    A timer per call (create, then cancel on the answer) costs as much as encoding the request;
+    at 64 calls in flight one timer now serves them all. Its deadline is the first call's, so
+    later calls of the same turn may time out microseconds early, never late.
+    """
+
+    __slots__ = ("opaques", "remaining", "timeout", "timer")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.opaques: list[int] = []
+        self.remaining = 0
+        self.timer: asyncio.TimerHandle | None = None
+
 
 class _Pending:
-    __slots__ = ("callback", "deadline", "future", "timeout")
+    __slots__ = ("batch", "callback", "deadline", "future", "timeout")
 
     def __init__(self, future: asyncio.Future[RemotingCommand] | None, callback: InvokeCallback | None,
-                 timeout: float) -> None:
+                 timeout: float, deadline: float) -> None:
         self.future = future
         self.callback = callback
         self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
+        self.deadline = deadline
+        self.batch: _TimeoutBatch | None = None
 
     def complete(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        batch = self.batch
+        if batch is not None:
+            batch.remaining -= 1
+            if batch.remaining == 0 and batch.timer is not None:
+                batch.timer.cancel()
         if self.future is not None:
             if not self.future.done():
                 if error is not None:
@@ -84,6 +115,8 @@ class RemotingConnection(asyncio.Protocol):
         self._pending: dict[int, _Pending] = {}
         self._max_pending = max_pending
         self._wbuf: list[bytes] = []
+        self._wframes = 0
+        self._open_batch: _TimeoutBatch | None = None
         self._flush_scheduled = False
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
@@ -173,17 +206,28 @@ class RemotingConnection(asyncio.Protocol):
         """Queue one frame; it is written at the end of this event-loop turn."""
         if self._transport is None:
             raise RemotingSendRequestError(self.remote_addr, self._close_reason)
-        self._wbuf.append(encode_frame(cmd))
-        if not self._flush_scheduled:
+        wbuf = self._wbuf
+        wbuf.append(encode_frame_head(cmd))
+        if cmd.body:
+            wbuf.append(cmd.body)
+        self._wframes += 1
+        if self._wframes >= FLUSH_BATCH:
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self._end_of_turn_flush)
+
+    def _end_of_turn_flush(self) -> None:
+        self._flush_scheduled = False
+        self._open_batch = None
+        self._flush()
 
     def _flush(self) -> None:
-        self._flush_scheduled = False
         if not self._wbuf or self._transport is None:
             return
         data = self._wbuf[0] if len(self._wbuf) == 1 else b"".join(self._wbuf)
         self._wbuf.clear()
+        self._wframes = 0
         self.last_activity = time.monotonic()
         self._transport.write(data)
 
@@ -197,23 +241,31 @@ class RemotingConnection(asyncio.Protocol):
                 f"{len(self._pending)} requests already awaiting answers from {self.remote_addr}")
         self._pending[opaque] = entry
 
-    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send a request and wait for its response, at most ``timeout`` seconds."""
+    def invoke(self, request: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
+        """Send a request; the returned future gets its response, or RemotingTimeoutError after
+        ``timeout`` seconds, or RemotingSendRequestError if the connection closes first.
+
+        A plain future rather than a coroutine: awaiting it costs the caller no extra frame, and
+        a caller that gives up (cancels) leaves an entry that its timer removes.
+        """
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         opaque = request.opaque
-        self._register(opaque, _Pending(fut, None, timeout))
+        entry = _Pending(fut, None, timeout, _NO_DEADLINE)
+        self._register(opaque, entry)
         self.write_command(request)
-        timer = self._loop.call_later(timeout, self._expire, opaque)
-        try:
-            return await fut
-        finally:
-            timer.cancel()
-            self._pending.pop(opaque, None)
+        batch = self._open_batch
+        if batch is None or batch.timeout != timeout:
+            batch = self._open_batch = _TimeoutBatch(timeout)
+            batch.timer = self._loop.call_later(timeout, self._expire_batch, batch)
+        batch.opaques.append(opaque)
+        batch.remaining += 1
+        entry.batch = batch
+        return fut
 
     def invoke_async(self, request: RemotingCommand, timeout: float, callback: InvokeCallback) -> None:
         """Send a request; ``callback`` runs with the response, or with the error once the
         periodic scan finds it past its timeout (as Java's scanResponseTable does)."""
-        self._register(request.opaque, _Pending(None, callback, timeout))
+        self._register(request.opaque, _Pending(None, callback, timeout, time.monotonic() + timeout))
         try:
             self.write_command(request)
         except BaseException:
@@ -228,6 +280,15 @@ class RemotingConnection(asyncio.Protocol):
         entry = self._pending.pop(opaque, None)
         if entry is not None:
             entry.complete(None, RemotingTimeoutError(self.remote_addr, entry.timeout))
+
+    def _expire_batch(self, batch: _TimeoutBatch) -> None:
+        pending = self._pending
+        for opaque in batch.opaques:
+            entry = pending.get(opaque)
+            if entry is not None and entry.batch is batch:
+                del pending[opaque]
+                entry.batch = None
+                entry.complete(None, RemotingTimeoutError(self.remote_addr, entry.timeout))
 
     def scan_expired(self, now: float) -> int:
         """Fail every pending call past its deadline; returns how many were failed."""

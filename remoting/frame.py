@@ -29,15 +29,23 @@ class FrameError(ValueError):
     """The byte stream is not a valid sequence of frames; the connection must be closed."""
 
 
-def encode_frame(cmd: RemotingCommand) -> bytes:
+def encode_frame_head(cmd: RemotingCommand) -> bytes:
+    """The length prefix and header of a command's frame; its body follows as is.
+
+    Kept apart from the body so a writer can hand both to one ``join`` without first copying
+    a large body into a frame of its own.
+    """
     header = ENCODERS[cmd.serialize_type](cmd)
-    body = cmd.body
     hlen = len(header)
     if hlen > 0xFFFFFF:
         raise FrameError(f"header of {hlen} bytes does not fit the 24-bit length field")
-    if body:
-        return b"".join((_PREFIX.pack(4 + hlen + len(body), (cmd.serialize_type << 24) | hlen), header, body))
-    return _PREFIX.pack(4 + hlen, (cmd.serialize_type << 24) | hlen) + header
+    body = cmd.body
+    return _PREFIX.pack(4 + hlen + (len(body) if body else 0), (cmd.serialize_type << 24) | hlen) + header
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    head = encode_frame_head(cmd)
+    return head + cmd.body if cmd.body else head
 
 
 class FrameDecoder:

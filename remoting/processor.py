@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any
 
 from remoting.codes import ResponseCode
 from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
@@ -107,7 +108,21 @@ class ProcessorTable:
                 conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
             return
         row.in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._run(row, conn, request))
+        coro = self._run(row, conn, request)
+        if _NATIVE_EAGER:
+            task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
+            if task.done():
+                return
+        else:
+            # Python 3.11 has no eager tasks: run the handler's first step inline, and only when
+            # it suspends (long polling, a group-commit flush) hand the rest of it to a Task.
+            # Most requests (route look-ups, async-flush sends) finish in that first step, and
+            # skipping the Task saves a quarter of a small request's cost.
+            try:
+                yielded = coro.send(None)
+            except StopIteration:
+                return
+            task = asyncio.get_running_loop().create_task(_finish(coro, yielded))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -137,6 +152,45 @@ class ProcessorTable:
             task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=1.0)
+
+
+_NATIVE_EAGER = sys.version_info >= (3, 12)
+
+
+class _Resume:
+    """Awaitable that continues a coroutine which already yielded once outside any task.
+
+    It forwards what the Task sends or throws (results, cancellation) exactly as ``await``
+    would have, so the handler cannot tell its first step ran inline. Caveat on 3.11: during
+    that first step ``asyncio.current_task()`` is None, so a handler must not enter
+    ``asyncio.timeout()`` before its first suspension (``wait_for`` is fine).
+    """
+
+    __slots__ = ("_coro", "_yielded")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], yielded: Any) -> None:
+        self._coro = coro
+        self._yielded = yielded
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coro, yielded = self._coro, self._yielded
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as exc:
+                try:
+                    yielded = coro.throw(exc)
+                except StopIteration:
+                    return
+                continue
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
+
+
+async def _finish(coro: Coroutine[Any, Any, None], yielded: Any) -> None:
+    await _Resume(coro, yielded)
 
 
 def _as_processor(p: RequestProcessor | ProcessorFunc) -> RequestProcessor:
