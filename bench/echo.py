@@ -73,17 +73,22 @@ async def measure_streams_echo(port: int, in_flight: int, duration: float) -> fl
     frame = len(payload).to_bytes(4, "big") + payload
     sem = asyncio.Semaphore(in_flight)
     sent = received = 0
+    sender_done = False
+    all_back = asyncio.Event()
     deadline = time.perf_counter() + duration
     t0 = time.perf_counter()
 
     async def sender() -> None:
-        nonlocal sent
+        nonlocal sent, sender_done
         while time.perf_counter() < deadline:
             await sem.acquire()
             writer.write(frame)
             sent += 1
             if writer.transport.get_write_buffer_size() > (1 << 20):
                 await writer.drain()
+        sender_done = True
+        if received == sent:
+            all_back.set()
 
     async def receiver() -> None:
         nonlocal received
@@ -92,12 +97,12 @@ async def measure_streams_echo(port: int, in_flight: int, duration: float) -> fl
             await reader.readexactly(int.from_bytes(hdr, "big"))
             received += 1
             sem.release()
+            if sender_done and received == sent:
+                all_back.set()
 
     rt = asyncio.create_task(receiver())
     await asyncio.wait_for(sender(), duration + 30)
-    async with asyncio.timeout(30):
-        while received < sent:
-            await asyncio.sleep(0.001)
+    await asyncio.wait_for(all_back.wait(), 30)
     elapsed = time.perf_counter() - t0
     rt.cancel()
     writer.close()

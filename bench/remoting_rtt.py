@@ -24,10 +24,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from echo import echo_server, free_port, measure_streams_echo, subprocess_server  # noqa: E402
+from echo import echo_server, free_port, measure_streams_echo, subprocess_server
 
-from remoting import RemotingClient, RemotingCommand, RemotingServer, SerializeType, ServerConfig  # noqa: E402
-from remoting.loop import run  # noqa: E402
+from remoting import RemotingClient, RemotingCommand, RemotingServer, SerializeType, ServerConfig
+from remoting.loop import run
 
 BENCH_CODE = 1000
 BODY = os.urandom(1024)
