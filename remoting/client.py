@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from remoting.command import RemotingCommand
-from remoting.connection import ConnectionEvents, InvokeCallback, RemotingConnection
+from remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvents, InvokeCallback, RemotingConnection
 from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
@@ -37,6 +37,8 @@ class ClientConfig:
     # Java clients close a channel idle for 120 s (clientChannelMaxIdleTimeSeconds).
     channel_max_idle: float = 120.0
     scan_interval: float = 1.0
+    # Calls awaiting answers per connection; past it a call fails at once instead of queueing.
+    max_pending: int = DEFAULT_MAX_PENDING
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -102,7 +104,7 @@ class RemotingClient:
             async with asyncio.timeout(cfg.connect_timeout):
                 _, conn = await loop.create_connection(
                     lambda: RemotingConnection(self.processors, _ClientEvents(self, addr),
-                                               max_frame_size=cfg.max_frame_size),
+                                               max_frame_size=cfg.max_frame_size, max_pending=cfg.max_pending),
                     host, port)
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {cfg.connect_timeout}s") from None

@@ -218,3 +218,20 @@ async def test_rpc_hooks_see_request_and_response(addr: str) -> None:
         assert calls == [("before", ECHO, None), ("after", ECHO, 0)]
     finally:
         await c.close()
+
+
+async def test_response_table_is_bounded(addr: str) -> None:
+    from remoting import ClientConfig, RemotingTooMuchRequestError
+
+    c = RemotingClient(ClientConfig(max_pending=10))
+    try:
+        await c.get_connection(addr)
+        waiting = [c.invoke(addr, RemotingCommand.request(SLEEP, {"ms": "200"}), 5) for _ in range(10)]
+        with pytest.raises(RemotingTooMuchRequestError):
+            await c.invoke(addr, RemotingCommand.request(ECHO), 5)
+        assert all(r.code == ResponseCode.SUCCESS for r in await asyncio.gather(*waiting))
+        conn = await c.get_connection(addr)
+        assert conn.pending_count == 0
+        assert (await c.invoke(addr, RemotingCommand.request(ECHO, None, b"ok"), 5)).body == b"ok"
+    finally:
+        await c.close()
