@@ -1,0 +1,79 @@
+"""Topic metadata shared by broker, NameServer and clients: TopicConfig, DataVersion, PermName.
+
+These travel in REGISTER_BROKER bodies, topics.json and admin answers (headers.md §7,
+store-formats.md §6), always with Java's field names in alphabetical order.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+
+from pydantic import Field
+
+from remoting.protocol.json_body import JsonBody
+
+
+class PermName:
+    """Permission bits of a topic or broker (behaviours.md §6)."""
+
+    PERM_PRIORITY = 8
+    PERM_READ = 4
+    PERM_WRITE = 2
+    PERM_INHERIT = 1
+
+    @staticmethod
+    def is_readable(perm: int) -> bool:
+        return bool(perm & PermName.PERM_READ)
+
+    @staticmethod
+    def is_writeable(perm: int) -> bool:
+        return bool(perm & PermName.PERM_WRITE)
+
+    @staticmethod
+    def is_inherited(perm: int) -> bool:
+        return bool(perm & PermName.PERM_INHERIT)
+
+    @staticmethod
+    def to_string(perm: int) -> str:
+        return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+class TopicFilterType(StrEnum):
+    SINGLE_TAG = "SINGLE_TAG"
+    MULTI_TAG = "MULTI_TAG"
+
+
+# TopicConfig defaults of Java's class (behaviours.md §6).
+DEFAULT_READ_QUEUE_NUMS = 16
+DEFAULT_WRITE_QUEUE_NUMS = 16
+
+
+class TopicConfig(JsonBody):
+    order: bool = False
+    perm: int = PermName.PERM_READ | PermName.PERM_WRITE
+    readQueueNums: int = DEFAULT_READ_QUEUE_NUMS
+    topicFilterType: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topicName: str
+    topicSysFlag: int = 0
+    writeQueueNums: int = DEFAULT_WRITE_QUEUE_NUMS
+
+
+class DataVersion(JsonBody):
+    """A change counter with the time of the last change; peers compare whole versions."""
+
+    counter: int = 0
+    timestamp: int = Field(default_factory=lambda: int(time.time() * 1000))
+
+    def next_version(self) -> None:
+        self.timestamp = int(time.time() * 1000)
+        self.counter += 1
+
+    def assign(self, other: DataVersion) -> None:
+        self.counter = other.counter
+        self.timestamp = other.timestamp
+
+
+class TopicConfigSerializeWrapper(JsonBody):
+    dataVersion: DataVersion = Field(default_factory=DataVersion)
+    topicConfigTable: dict[str, TopicConfig] = Field(default_factory=dict)
