@@ -1,0 +1,198 @@
+"""Topics this broker serves, ``config/topics.json`` (behaviours.md §6, store-formats.md §6).
+
+System topics are created at start as RocketMQ 4.9 does. A send to an unknown topic may create
+it from the template topic ``TBW102`` when that template carries the INHERIT permission (it does
+only while ``autoCreateTopicEnable`` is on); ``%RETRY%`` topics are created on demand by
+heartbeats and send-backs. Every change bumps the data version and calls ``on_change`` so the
+broker re-registers with its NameServers at once: clients poll routes only every 30 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from broker.config_manager import ConfigManager
+from remoting.protocol.topic import DataVersion, PermName, TopicConfig, TopicConfigSerializeWrapper
+
+log = logging.getLogger("rocketmq.broker")
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+BENCHMARK_TOPIC = "BenchmarkTest"
+RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+
+TOPIC_MAX_LENGTH = 127
+_TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def validate_topic(topic: str) -> str | None:
+    """None when the name is legal, else the reason (answered as a remark)."""
+    if not topic or not topic.strip():
+        return "The specified topic is blank."
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    if not _TOPIC_PATTERN.match(topic):
+        return f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return None
+
+
+class TopicConfigManager(ConfigManager):
+    def __init__(self, store_path_root: str, *, broker_cluster_name: str = "DefaultCluster",
+                 broker_name: str = "broker-a", auto_create_topic_enable: bool = True,
+                 default_topic_queue_nums: int = 8, cluster_topic_enable: bool = True,
+                 broker_topic_enable: bool = True, trace_topic_enable: bool = False,
+                 msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC,
+                 on_change: Callable[[TopicConfig], None] | None = None) -> None:
+        self._path = os.path.join(store_path_root, "config", "topics.json")
+        self.data_version = DataVersion()
+        self.table: dict[str, TopicConfig] = {}
+        self.on_change = on_change
+        self.system_topics: set[str] = set()
+
+        def system(name: str, queues: int, perm: int = RW) -> None:
+            self.table[name] = TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            self.system_topics.add(name)
+
+        system(SELF_TEST_TOPIC, 1)
+        if auto_create_topic_enable:
+            system(AUTO_CREATE_TOPIC_KEY_TOPIC, default_topic_queue_nums, RW | PermName.PERM_INHERIT)
+        system(BENCHMARK_TOPIC, 1024)
+        system(broker_cluster_name, 16, PermName.PERM_INHERIT | (RW if cluster_topic_enable else 0))
+        system(broker_name, 1, PermName.PERM_INHERIT | (RW if broker_topic_enable else 0))
+        system(OFFSET_MOVED_EVENT, 1)
+        system(SCHEDULE_TOPIC, 18)
+        if trace_topic_enable:
+            system(msg_trace_topic_name, 1)
+        system(f"{broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
+
+    # -- persistence ------------------------------------------------------------------------
+
+    def config_file_path(self) -> str:
+        return self._path
+
+    def encode(self) -> str:
+        return self.wrapper().model_dump_json(exclude_none=True, indent=4)
+
+    def decode(self, text: str) -> None:
+        try:
+            wrapper = TopicConfigSerializeWrapper.decode(text)
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from None
+        self.table.update(wrapper.topicConfigTable)
+        self.data_version.assign(wrapper.dataVersion)
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper(dataVersion=self.data_version, topicConfigTable=self.table)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def select_topic_config(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def is_system_topic(self, topic: str) -> bool:
+        return topic in self.system_topics or topic.lower().startswith(SYSTEM_TOPIC_PREFIX)
+
+    def is_order_topic(self, topic: str) -> bool:
+        config = self.table.get(topic)
+        return bool(config and config.order)
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def _changed(self, config: TopicConfig) -> None:
+        self.data_version.next_version()
+        self.persist()
+        if self.on_change is not None:
+            self.on_change(config)
+
+    def update_topic_config(self, config: TopicConfig) -> None:
+        old = self.table.get(config.topicName)
+        self.table[config.topicName] = config
+        log.info("%s topic config, %s", "update" if old else "create new", config)
+        self._changed(config)
+
+    def delete_topic_config(self, topic: str) -> bool:
+        old = self.table.pop(topic, None)
+        if old is None:
+            log.warning("delete topic config failed, topic: %s not exists", topic)
+            return False
+        log.info("delete topic config OK, topic: %s", old)
+        self._changed(old)
+        return True
+
+    def create_topic_in_send_message_method(self, topic: str, default_topic: str, client_queue_nums: int,
+                                            topic_sys_flag: int = 0) -> TopicConfig | None:
+        """Auto-create ``topic`` from its template, as a send to an unknown topic does.
+
+        The new topic gets min(client's queue count, template's write queues) queues and the
+        template's permission without INHERIT; None when the template is missing or does not
+        allow inheriting (auto-creation off).
+        """
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        template = self.table.get(default_topic)
+        if template is None:
+            log.warning("Create new topic failed, because the default topic[%s] not exist. producer:%s",
+                        default_topic, topic)
+            return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not PermName.is_inherited(template.perm):
+            log.warning("Create new topic failed, because the default topic[%s] has no perm [%s] producer:%s",
+                        default_topic, PermName.to_string(template.perm), topic)
+            return None
+        queues = max(1, min(client_queue_nums, template.writeQueueNums))
+        config = TopicConfig(topicName=topic, readQueueNums=queues, writeQueueNums=queues,
+                             perm=template.perm & ~PermName.PERM_INHERIT, topicSysFlag=topic_sys_flag,
+                             topicFilterType=template.topicFilterType)
+        log.info("Create new topic by default topic:[%s] config:[%s] producer:[%s]", default_topic, config, topic)
+        self.table[topic] = config
+        self._changed(config)
+        return config
+
+    def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
+                                                 topic_sys_flag: int = 0) -> TopicConfig:
+        """Create a ``%RETRY%``/``%DLQ%`` topic if missing (heartbeat, send-back)."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        config = TopicConfig(topicName=topic, readQueueNums=queue_nums, writeQueueNums=queue_nums, perm=perm,
+                             topicSysFlag=topic_sys_flag)
+        log.info("create new topic %s", config)
+        self.table[topic] = config
+        self._changed(config)
+        return config
+
+    def update_order_topic_config(self, order_topics: dict[str, str]) -> None:
+        """Mark topics listed in the NameServer's ORDER_TOPIC_CONFIG namespace as ordered."""
+        changed = False
+        for name, config in self.table.items():
+            order = name in order_topics
+            if config.order != order:
+                config.order = order
+                changed = True
+        if changed:
+            self.data_version.next_version()
+            self.persist()
