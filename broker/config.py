@@ -1,0 +1,81 @@
+"""BrokerConfig: the broker's own settings, with RocketMQ 4.9.8's names and defaults.
+
+Network settings (listenPort...) and store settings (storePathRootDir, flushDiskType...) live
+in their own models, as in Java; one broker.conf fills all three (remoting.properties).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remoting.protocol.topic import PermName
+
+
+def _local_address() -> str:
+    """The address clients should dial, like Java's RemotingUtil.getLocalAddress: a non-loopback
+    IPv4 address when the machine has one, else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            # No packet is sent: connect on UDP only selects the outgoing interface.
+            s.connect(("10.255.255.255", 1))
+            addr = s.getsockname()[0]
+            if addr and not addr.startswith("127."):
+                return str(addr)
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+class BrokerConfig(BaseModel):
+    model_config = ConfigDict(validate_assignment=True)
+
+    rocketmqHome: str = Field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", os.path.expanduser("~")))
+    namesrvAddr: str | None = Field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    brokerIP1: str = Field(default_factory=_local_address)
+    brokerIP2: str | None = None
+    brokerName: str = Field(default_factory=socket.gethostname)
+    brokerClusterName: str = "DefaultCluster"
+    brokerId: int = 0
+    brokerPermission: int = PermName.PERM_READ | PermName.PERM_WRITE
+    defaultTopicQueueNums: int = 8
+    autoCreateTopicEnable: bool = True
+    clusterTopicEnable: bool = True
+    brokerTopicEnable: bool = True
+    autoCreateSubscriptionGroup: bool = True
+    traceTopicEnable: bool = False
+    msgTraceTopicName: str = "RMQ_SYS_TRACE_TOPIC"
+    traceOn: bool = True
+    regionId: str = "DefaultRegion"
+    flushConsumerOffsetInterval: int = 5000
+    rejectTransactionMessage: bool = False
+    longPollingEnable: bool = True
+    shortPollingTimeMills: int = 1000
+    notifyConsumerIdsChangedEnable: bool = True
+    registerBrokerTimeoutMills: int = 6000
+    registerNameServerPeriod: int = 30000
+    forceRegister: bool = True
+    compressedRegister: bool = False
+    slaveReadEnable: bool = False
+    enablePropertyFilter: bool = False
+    storeReplyMessageEnable: bool = True
+    transactionTimeOut: int = 6000
+    transactionCheckMax: int = 15
+    transactionCheckInterval: int = 60000
+    # Client channels silent this long are forgotten (ClientHousekeepingService, 120 s).
+    channelExpiredTimeout: int = 120000
+    # Held pulls are re-checked this often even without new messages (PullRequestHoldService).
+    pullHoldCheckInterval: int = 5000
+    # Orderly-consumption locks expire this long after their holder's last renewal.
+    rebalanceLockMaxLiveTime: int = 60000
+
+    def broker_addr(self, listen_port: int) -> str:
+        return f"{self.brokerIP1}:{listen_port}"
+
+    def ha_server_addr(self, ha_port: int) -> str:
+        return f"{self.brokerIP2 or self.brokerIP1}:{ha_port}"
+
+    def namesrv_addr_list(self) -> list[str]:
+        return [a.strip() for a in (self.namesrvAddr or "").split(";") if a.strip()]
