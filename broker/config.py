@@ -15,15 +15,14 @@ from remoting.protocol.topic import PermName
 
 
 def _local_address() -> str:
-    """The address clients should dial, like Java's RemotingUtil.getLocalAddress: a non-loopback
-    IPv4 address when the machine has one, else 127.0.0.1."""
+    """The address clients should dial, like Java's RemotingUtil.getLocalAddress: the host's own
+    non-loopback IPv4 address when its name resolves to one, else 127.0.0.1. Set brokerIP1
+    explicitly wherever clients reach the broker through another address (containers, NAT)."""
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            # No packet is sent: connect on UDP only selects the outgoing interface.
-            s.connect(("10.255.255.255", 1))
-            addr = s.getsockname()[0]
-            if addr and not addr.startswith("127."):
-                return str(addr)
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            addr = str(info[4][0])
+            if not addr.startswith("127."):
+                return addr
     except OSError:
         pass
     return "127.0.0.1"
