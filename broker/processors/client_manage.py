@@ -1,0 +1,102 @@
+"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (Java's ClientManageProcessor)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from broker.client_channel import ClientChannelInfo
+from broker.topic_config_manager import retry_topic
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.protocol.heartbeat import (
+    CheckClientRequestBody,
+    ExpressionType,
+    HeartbeatData,
+    UnregisterClientRequestHeader,
+)
+from remoting.protocol.topic import PermName
+from remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+log = logging.getLogger("rocketmq.broker")
+
+# TopicSysFlag.buildSysFlag(unit=false, hasUnitSub=true): unit-mode consumers' retry topics.
+_UNIT_SUB_FLAG = 0x2
+
+
+class ClientManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: RemotingServer) -> None:
+        server.register_processor(RequestCode.HEART_BEAT, self.heart_beat)
+        server.register_processor(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
+        server.register_processor(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
+
+    async def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            data = HeartbeatData.decode(request.body)
+        except (ValidationError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {_first_error(exc)}")
+        broker = self.broker
+        info = ClientChannelInfo(conn, data.clientID, request.language, request.version)
+        for consumer in data.consumerDataSet:
+            group_config = broker.subscription_group_manager.find_subscription_group_config(consumer.groupName)
+            notify = broker.broker_config.notifyConsumerIdsChangedEnable
+            if group_config is not None:
+                notify = notify and group_config.notifyConsumerIdsChangedEnable
+                # Every clustering consumer also consumes its group's retry topic, so it must
+                # exist (and be routable) before the first message is sent back.
+                broker.topic_config_manager.create_topic_in_send_message_back_method(
+                    retry_topic(consumer.groupName), group_config.retryQueueNums,
+                    PermName.PERM_READ | PermName.PERM_WRITE, _UNIT_SUB_FLAG if consumer.unitMode else 0)
+            changed = broker.consumer_manager.register_consumer(
+                consumer.groupName, info, consumer.consumeType, consumer.messageModel, consumer.consumeFromWhere,
+                consumer.subscriptionDataSet, notify)
+            if changed:
+                log.info("registerConsumer info changed %s %s", consumer.groupName, conn.remote_addr)
+        for producer in data.producerDataSet:
+            broker.producer_manager.register_producer(producer.groupName, info)
+        return request.response()
+
+    async def unregister_client(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        header = request.decode_header(UnregisterClientRequestHeader)
+        broker = self.broker
+        if header.producerGroup:
+            broker.producer_manager.unregister_producer(header.producerGroup, conn)
+        if header.consumerGroup:
+            group_config = broker.subscription_group_manager.table.get(header.consumerGroup)
+            notify = broker.broker_config.notifyConsumerIdsChangedEnable and (
+                group_config is None or group_config.notifyConsumerIdsChangedEnable)
+            broker.consumer_manager.unregister_consumer(header.consumerGroup, conn, notify)
+        return request.response()
+
+    async def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            body = CheckClientRequestBody.decode(request.body)
+        except (ValidationError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad check-client body: {_first_error(exc)}")
+        sub = body.subscriptionData
+        if sub is None or sub.expressionType == ExpressionType.TAG:
+            return request.response()
+        if sub.expressionType != ExpressionType.SQL92:
+            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                    f"unknown expression type {sub.expressionType}")
+        if not self.broker.broker_config.enablePropertyFilter:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    "The broker does not support consumer to filter message by SQL92")
+        return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                "SQL92 filtering is not available on this broker yet")
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc)
