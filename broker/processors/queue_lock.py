@@ -1,0 +1,46 @@
+"""LOCK_BATCH_MQ / UNLOCK_BATCH_MQ for orderly consumption (behaviours.md §8)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.protocol.heartbeat import LockBatchRequestBody, LockBatchResponseBody
+from remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+
+class QueueLockProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: RemotingServer) -> None:
+        server.register_processor(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
+        server.register_processor(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
+
+    async def lock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            body = LockBatchRequestBody.decode(request.body)
+        except (ValidationError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad lock body: {exc}")
+        locked = self.broker.rebalance_lock_manager.try_lock_batch(
+            body.consumerGroup, [mq.key() for mq in body.mqSet], body.clientId)
+        answer = LockBatchResponseBody(lockOKMQSet=[mq for mq in body.mqSet if mq.key() in locked])
+        return request.response(body=answer.encode())
+
+    async def unlock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            body = LockBatchRequestBody.decode(request.body)
+        except (ValidationError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad unlock body: {exc}")
+        self.broker.rebalance_lock_manager.unlock_batch(body.consumerGroup, [mq.key() for mq in body.mqSet],
+                                                        body.clientId)
+        return request.response()
+
+
