@@ -1,0 +1,63 @@
+"""Client-side unique message ids: the UNIQ_KEY property, the msgId users see (messages.md §10).
+
+16 bytes (IPv4) as uppercase hex: client IP, low 16 bits of the pid, a per-process random int
+(Java uses the class loader's hash), milliseconds since the start of the current month, and a
+16-bit counter. The first three are fixed per process, so ids are cheap to make and sort by time
+within a month, and the broker indexes them for query-by-id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import itertools
+import os
+import random
+import socket
+import struct
+import threading
+
+
+def _client_ip() -> bytes:
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            addr = ipaddress.ip_address(info[4][0])
+            if not addr.is_loopback:
+                return addr.packed
+    except OSError:
+        pass
+    # No usable address: Java falls back to random bytes so ids from different hosts still differ.
+    return random.getrandbits(32).to_bytes(4, "big")
+
+
+class MessageClientIDSetter:
+    def __init__(self, ip: bytes | None = None) -> None:
+        fixed = (ip or _client_ip()) + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))
+        self._prefix = fixed.hex().upper()
+        self._counter = itertools.count(random.getrandbits(16))
+        self._lock = threading.Lock()
+        self._month_start_ms = 0
+        self._next_month_ms = 0
+
+    def _roll_month(self, now_ms: int) -> None:
+        now = dt.datetime.fromtimestamp(now_ms / 1000).astimezone()
+        start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        nxt = (start + dt.timedelta(days=32)).replace(day=1)
+        self._month_start_ms = int(start.timestamp() * 1000)
+        self._next_month_ms = int(nxt.timestamp() * 1000)
+
+    def create_uniq_id(self, now_ms: int | None = None) -> str:
+        now_ms = int(dt.datetime.now().timestamp() * 1000) if now_ms is None else now_ms
+        with self._lock:
+            if not self._month_start_ms <= now_ms < self._next_month_ms:
+                self._roll_month(now_ms)
+            counter = next(self._counter) & 0xFFFF
+            since = (now_ms - self._month_start_ms) & 0xFFFFFFFF
+        return self._prefix + struct.pack(">IH", since, counter).hex().upper()
+
+
+_default = MessageClientIDSetter()
+
+
+def create_uniq_id() -> str:
+    return _default.create_uniq_id()
