@@ -1,0 +1,125 @@
+"""Long polling: pulls that found nothing wait here for a message (Java's PullRequestHoldService).
+
+A first pull attempt with the SUSPEND flag that finds no message is parked instead of answered.
+It is re-run -- without further suspension -- as soon as the dispatcher reports a new message
+for its queue that passes its filter, or when its suspend time runs out, or when the periodic
+check (every 5 s; Java's cadence) finds the queue has grown past its offset, which covers a
+notification missed for any reason. The re-run answers the client with whatever the pull then
+finds (PULL_NOT_FOUND after a timeout). Unlike Java, each held pull also has its own timer, so it
+is answered when its suspend time ends rather than at the next 5 s check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+
+log = logging.getLogger("rocketmq.broker")
+
+
+@dataclass(eq=False)
+class PullRequest:
+    request: RemotingCommand
+    channel: RemotingConnection
+    topic: str
+    queue_id: int
+    pull_from_this_offset: int
+    suspend_seconds: float
+    # tags_code -> bool: does a new message with this tag hash pass the request's filter?
+    matches: Callable[[int | None], bool] = field(default=lambda _code: True)
+    timer: asyncio.TimerHandle | None = None
+
+
+# Re-run a held pull with suspension off and send its answer on the channel.
+PullExecutor = Callable[[RemotingConnection, RemotingCommand], Awaitable[None]]
+# The queue's max offset (next offset to be written).
+MaxOffsetLookup = Callable[[str, int], int]
+
+
+class PullRequestHoldService:
+    def __init__(self, executor: PullExecutor, max_offset: MaxOffsetLookup, check_interval: float = 5.0) -> None:
+        self._executor = executor
+        self._max_offset = max_offset
+        self.check_interval = check_interval
+        self._table: dict[tuple[str, int], list[PullRequest]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
+
+    @property
+    def held(self) -> int:
+        return sum(len(v) for v in self._table.values())
+
+    def suspend_pull_request(self, pull: PullRequest) -> None:
+        self._table.setdefault((pull.topic, pull.queue_id), []).append(pull)
+        pull.timer = asyncio.get_running_loop().call_later(pull.suspend_seconds, self._expire, pull)
+
+    def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
+                                tags_code: int | None = None) -> None:
+        """Called by the dispatcher for each new consume-queue unit: wake what it satisfies."""
+        key = (topic, queue_id)
+        held = self._table.get(key)
+        if not held:
+            return
+        keep = [p for p in held if not (max_offset > p.pull_from_this_offset and p.matches(tags_code))]
+        if len(keep) == len(held):
+            return
+        for pull in held:
+            if pull not in keep:
+                self._wake(pull)
+        if keep:
+            self._table[key] = keep
+        else:
+            del self._table[key]
+
+    def check_hold_request(self) -> None:
+        for topic, queue_id in list(self._table):
+            try:
+                offset = self._max_offset(topic, queue_id)
+            except Exception:
+                log.exception("check hold request failed for %s@%s", topic, queue_id)
+                continue
+            self.notify_message_arriving(topic, queue_id, offset)
+
+    def _expire(self, pull: PullRequest) -> None:
+        held = self._table.get((pull.topic, pull.queue_id))
+        if held is None or pull not in held:
+            return
+        held.remove(pull)
+        if not held:
+            del self._table[(pull.topic, pull.queue_id)]
+        self._wake(pull)
+
+    def _wake(self, pull: PullRequest) -> None:
+        if pull.timer is not None:
+            pull.timer.cancel()
+        if not pull.channel.is_open:
+            return
+        task = asyncio.get_running_loop().create_task(self._executor(pull.channel, pull.request))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.check_interval)
+            self.check_hold_request()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        for held in self._table.values():
+            for pull in held:
+                if pull.timer is not None:
+                    pull.timer.cancel()
+        self._table.clear()
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=3)

@@ -1,0 +1,58 @@
+"""Held pulls wake on a matching arrival, on the periodic check, or at their deadline."""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.pull_hold import PullRequest, PullRequestHoldService
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+
+
+class _OpenChannel(RemotingConnection):
+    @property
+    def is_open(self) -> bool:  # a held pull is only re-run for a live connection
+        return True
+
+
+async def _service(max_offsets: dict[tuple[str, int], int]) -> tuple[PullRequestHoldService, asyncio.Queue[int]]:
+    woken: asyncio.Queue[int] = asyncio.Queue()
+
+    async def executor(conn: RemotingConnection, request: RemotingCommand) -> None:
+        await woken.put(request.opaque)
+
+    return PullRequestHoldService(executor, lambda t, q: max_offsets.get((t, q), 0), check_interval=3600), woken
+
+
+def _pull(opaque: int, offset: int, suspend: float = 30.0, tag: int | None = None) -> PullRequest:
+    from remoting.processor import ProcessorTable
+
+    request = RemotingCommand(11, opaque=opaque)
+    return PullRequest(request, _OpenChannel(ProcessorTable()), "T", 0, offset, suspend,
+                       matches=(lambda code: True) if tag is None else (lambda code: code is None or code == tag))
+
+
+async def test_arrival_wakes_only_matching_pulls() -> None:
+    service, woken = await _service({})
+    service.suspend_pull_request(_pull(1, 5, tag=111))
+    service.suspend_pull_request(_pull(2, 5, tag=222))
+    service.suspend_pull_request(_pull(3, 9))
+    service.notify_message_arriving("T", 0, 6, tags_code=111)
+    assert await asyncio.wait_for(woken.get(), 2) == 1
+    assert service.held == 2, "tag 222 and the pull at offset 9 stay parked"
+    service.notify_message_arriving("T", 1, 99)  # another queue: nothing
+    assert service.held == 2
+    await service.shutdown()
+
+
+async def test_periodic_check_and_deadline() -> None:
+    offsets = {("T", 0): 0}
+    service, woken = await _service(offsets)
+    service.suspend_pull_request(_pull(1, 0))
+    service.suspend_pull_request(_pull(2, 0, suspend=0.05))
+    assert await asyncio.wait_for(woken.get(), 2) == 2, "the short pull is answered at its deadline"
+    offsets[("T", 0)] = 1
+    service.check_hold_request()
+    assert await asyncio.wait_for(woken.get(), 2) == 1
+    assert service.held == 0
+    await service.shutdown()
