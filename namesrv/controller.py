@@ -1,0 +1,100 @@
+"""NamesrvController: wiring and lifecycle of one NameServer, usable in-process or from the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from namesrv.config import NamesrvConfig
+from namesrv.kv_config import KVConfigManager
+from namesrv.processor import DefaultRequestProcessor
+from namesrv.route_info import RouteInfoManager
+from remoting.atomic_file import write_file_atomically
+from remoting.connection import ConnectionEvents, RemotingConnection
+from remoting.properties import ConfigError, apply_properties, format_properties
+from remoting.server import RemotingServer
+from remoting.server_config import NettyServerConfig
+
+log = logging.getLogger("rocketmq.namesrv")
+
+# The KV table is printed at debug level this often, as Java's NameServer does.
+PRINT_KV_INTERVAL = 600.0
+
+
+class BrokerHousekeepingService(ConnectionEvents):
+    """A broker whose connection closes, idles out or fails is dropped at once, not after 120 s."""
+
+    def __init__(self, routes: RouteInfoManager) -> None:
+        self.routes = routes
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        self.routes.on_channel_destroy(conn.remote_addr, conn)
+
+    def on_idle(self, conn: RemotingConnection) -> None:
+        self.routes.on_channel_destroy(conn.remote_addr, conn)
+
+    def on_exception(self, conn: RemotingConnection, exc: BaseException) -> None:
+        self.routes.on_channel_destroy(conn.remote_addr, conn)
+
+
+class NamesrvController:
+    def __init__(self, namesrv_config: NamesrvConfig | None = None,
+                 server_config: NettyServerConfig | None = None) -> None:
+        self.namesrv_config = namesrv_config or NamesrvConfig()
+        self.server_config = server_config or NettyServerConfig(listenPort=9876)
+        self.route_info_manager = RouteInfoManager()
+        self.kv_config_manager = KVConfigManager(self.namesrv_config.kvConfigPath)
+        self.remoting_server = RemotingServer(self.server_config.to_server_config(),
+                                              BrokerHousekeepingService(self.route_info_manager))
+        DefaultRequestProcessor(self).register(self.remoting_server)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def address(self) -> str:
+        host = self.server_config.bindAddress
+        return f"{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.remoting_server.port}"
+
+    async def start(self) -> None:
+        self.kv_config_manager.load()
+        await self.remoting_server.start()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._scan_not_active_broker()), loop.create_task(self._print_kv())]
+
+    async def _scan_not_active_broker(self) -> None:
+        # First scan after 5 s, as Java schedules it; then every scanNotActiveBrokerInterval.
+        await asyncio.sleep(min(5.0, self.namesrv_config.scanNotActiveBrokerInterval / 1000))
+        while True:
+            expired_after = self.namesrv_config.brokerChannelExpiredTime / 1000
+            for channel in self.route_info_manager.scan_not_active_broker(expired_after):
+                if channel is not None:
+                    channel.close("broker channel expired")
+            await asyncio.sleep(self.namesrv_config.scanNotActiveBrokerInterval / 1000)
+
+    async def _print_kv(self) -> None:
+        while True:
+            await asyncio.sleep(PRINT_KV_INTERVAL)
+            self.kv_config_manager.print_all()
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """Apply ``key=value`` updates to the running config and persist the result."""
+        current = {**self.namesrv_config.model_dump(), **self.server_config.model_dump()}
+        (namesrv_cfg, server_cfg), unknown = apply_properties([NamesrvConfig, NettyServerConfig],
+                                                              {**current, **props})
+        if unknown & props.keys():
+            raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown & props.keys()))}")
+        order_changed = namesrv_cfg.orderMessageEnable != self.namesrv_config.orderMessageEnable  # type: ignore[attr-defined]
+        self.namesrv_config = namesrv_cfg  # type: ignore[assignment]
+        self.server_config = server_cfg  # type: ignore[assignment]
+        if order_changed:
+            self.route_info_manager.invalidate_route_cache()
+        try:
+            write_file_atomically(self.namesrv_config.configStorePath,
+                                  format_properties(self.namesrv_config, self.server_config))
+        except OSError as exc:
+            log.warning("config updated in memory but not persisted to %s: %s",
+                        self.namesrv_config.configStorePath, exc)
+
+    async def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.remoting_server.close()

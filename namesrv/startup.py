@@ -1,0 +1,94 @@
+"""``mqnamesrv``: start a NameServer (Java's NamesrvStartup).
+
+Configuration comes from RocketMQ-style properties (``-c namesrv.conf``), then ``-o key=value``
+overrides and the named flags; ``-p`` prints the effective configuration and exits. The home
+directory (``ROCKETMQ_HOME`` or ``--home``, else the user's home) holds ``namesrv/kvConfig.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+import typer
+
+from namesrv.config import NamesrvConfig
+from namesrv.controller import NamesrvController
+from remoting.loop import run
+from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from remoting.server_config import NettyServerConfig
+
+log = logging.getLogger("rocketmq.namesrv")
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+
+def build_config(config_file: str | None, options: list[str], listen_port: int | None,
+                 bind_address: str | None, home: str | None) -> tuple[NamesrvConfig, NettyServerConfig]:
+    props: dict[str, str] = {"listenPort": "9876"}
+    if home:
+        props |= {"rocketmqHome": home, "kvConfigPath": os.path.join(home, "namesrv", "kvConfig.json"),
+                  "configStorePath": os.path.join(home, "namesrv", "namesrv.properties")}
+    if config_file:
+        props |= read_properties_file(config_file)
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {option!r} is not key=value")
+        props[key.strip()] = value.strip()
+    if listen_port is not None:
+        props["listenPort"] = str(listen_port)
+    if bind_address is not None:
+        props["bindAddress"] = bind_address
+    (namesrv_config, server_config), unknown = apply_properties([NamesrvConfig, NettyServerConfig], props)
+    if unknown:
+        log.warning("ignoring unknown config keys: %s", ", ".join(sorted(unknown)))
+    return namesrv_config, server_config  # type: ignore[return-value]
+
+
+async def serve(controller: NamesrvController) -> None:
+    await controller.start()
+    message = f"The Name Server boot success. serializeType=JSON, address {controller.address}"
+    log.info(message)
+    print(message, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("The Name Server shutting down")
+    await controller.shutdown()
+
+
+@app.command()
+def main(
+    config_file: str | None = typer.Option(None, "-c", "--configFile", help="Name server config properties file"),
+    print_config: bool = typer.Option(False, "-p", "--printConfigItem", help="Print all config items and exit"),
+    option: list[str] = typer.Option([], "-o", "--option", help="Override one config key: -o key=value"),  # noqa: B008
+    listen_port: int | None = typer.Option(None, "-l", "--listen-port", help="Port to listen on (0: any free)"),
+    bind_address: str | None = typer.Option(None, "--bind-address", help="Address to listen on"),
+    home: str | None = typer.Option(None, "--home", envvar="ROCKETMQ_HOME", help="Home dir for namesrv/ files"),
+    log_level: str = typer.Option("INFO", "--log-level", help="Logging level"),
+) -> None:
+    logging.basicConfig(level=log_level.upper(), stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    try:
+        namesrv_config, server_config = build_config(config_file, option, listen_port, bind_address, home)
+    except ConfigError as exc:
+        typer.echo(f"mqnamesrv: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if print_config:
+        typer.echo(format_properties(namesrv_config, server_config), nl=False)
+        raise typer.Exit(0)
+    try:
+        run(serve(NamesrvController(namesrv_config, server_config)))
+    except OSError as exc:
+        typer.echo(f"mqnamesrv: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,62 @@
+"""Crash-safe small files (config tables), as RocketMQ's MixAll.string2File writes them.
+
+Write ``<file>.tmp`` and fsync it, copy the current file to ``<file>.bak``, then rename the tmp
+file over the original: a crash at any moment leaves the old or the new content readable, and a
+torn or hand-mangled file can still be recovered from its backup. Shared by the broker's tables
+and the NameServer's KV config, the only packages both depend on being this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from typing import TypeVar
+
+log = logging.getLogger("rocketmq.remoting")
+
+T = TypeVar("T")
+
+
+def write_file_atomically(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    if os.path.exists(path):
+        shutil.copyfile(path, path + ".bak")
+    os.replace(tmp, path)
+
+
+def load_with_backup(path: str, parse: Callable[[str], T]) -> T | None:
+    """Parse the file, else its backup (with a warning); None when neither exists.
+
+    Raises ValueError when both exist but neither parses: starting with an empty table would
+    silently lose topics or offsets, so the caller must refuse to start instead.
+    """
+    failures = []
+    for candidate in (path, path + ".bak"):
+        try:
+            with open(candidate, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        if not text.strip():
+            failures.append(f"{candidate} is empty")
+            log.warning("%s is empty, trying its backup", candidate)
+            continue
+        try:
+            value = parse(text)
+        except ValueError as exc:
+            failures.append(f"{candidate}: {exc}")
+            log.warning("%s is unparsable (%s), trying its backup", candidate, exc)
+            continue
+        if candidate != path:
+            log.warning("loaded %s from its backup %s", path, candidate)
+        return value
+    if failures:
+        raise ValueError("; ".join(failures))
+    return None

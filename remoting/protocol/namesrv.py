@@ -1,0 +1,111 @@
+"""NameServer request/response headers (headers.md §7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from remoting.header import CommandHeader
+
+
+@dataclass
+class RegisterBrokerRequestHeader(CommandHeader):
+    brokerName: str
+    brokerAddr: str
+    clusterName: str
+    haServerAddr: str
+    brokerId: int
+    compressed: bool | None = None
+    bodyCrc32: int | None = None
+
+
+@dataclass
+class RegisterBrokerResponseHeader(CommandHeader):
+    haServerAddr: str | None = None
+    masterAddr: str | None = None
+
+
+@dataclass
+class UnRegisterBrokerRequestHeader(CommandHeader):
+    brokerName: str
+    brokerAddr: str
+    clusterName: str
+    brokerId: int
+
+
+@dataclass
+class QueryDataVersionRequestHeader(CommandHeader):
+    brokerName: str
+    brokerAddr: str
+    clusterName: str
+    brokerId: int
+
+
+@dataclass
+class QueryDataVersionResponseHeader(CommandHeader):
+    changed: bool
+
+
+@dataclass
+class GetRouteInfoRequestHeader(CommandHeader):
+    topic: str
+    acceptStandardJsonOnly: bool | None = None
+
+
+@dataclass
+class PutKVConfigRequestHeader(CommandHeader):
+    namespace: str
+    key: str
+    value: str
+
+
+@dataclass
+class GetKVConfigRequestHeader(CommandHeader):
+    namespace: str
+    key: str
+
+
+@dataclass
+class GetKVConfigResponseHeader(CommandHeader):
+    value: str | None = None
+
+
+@dataclass
+class DeleteKVConfigRequestHeader(CommandHeader):
+    namespace: str
+    key: str
+
+
+@dataclass
+class GetKVListByNamespaceRequestHeader(CommandHeader):
+    namespace: str
+
+
+@dataclass
+class WipeWritePermOfBrokerRequestHeader(CommandHeader):
+    brokerName: str
+
+
+@dataclass
+class WipeWritePermOfBrokerResponseHeader(CommandHeader):
+    wipeTopicCount: int
+
+
+@dataclass
+class AddWritePermOfBrokerRequestHeader(CommandHeader):
+    brokerName: str
+
+
+@dataclass
+class AddWritePermOfBrokerResponseHeader(CommandHeader):
+    addTopicCount: int
+
+
+@dataclass
+class GetTopicsByClusterRequestHeader(CommandHeader):
+    cluster: str
+
+
+@dataclass
+class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
+    topic: str
+    clusterName: str | None = None

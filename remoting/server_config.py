@@ -1,0 +1,23 @@
+"""NettyServerConfig: a daemon's listener settings under RocketMQ's property names."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from remoting.server import ServerConfig
+
+
+class NettyServerConfig(BaseModel):
+    model_config = ConfigDict(validate_assignment=True)
+
+    listenPort: int = 8888
+    bindAddress: str = "0.0.0.0"
+    serverChannelMaxIdleTimeSeconds: int = 120
+    # com.rocketmq.remoting.frameMaxLength: the largest frame a peer may send.
+    frameMaxLength: int = DEFAULT_MAX_FRAME_SIZE
+
+    def to_server_config(self, port: int | None = None) -> ServerConfig:
+        return ServerConfig(host=self.bindAddress, port=self.listenPort if port is None else port,
+                            max_frame_size=self.frameMaxLength,
+                            channel_max_idle=float(self.serverChannelMaxIdleTimeSeconds))

@@ -1,0 +1,95 @@
+"""Real daemons as subprocesses on 127.0.0.1, for every integration test (STYLE.md example 8).
+
+Each daemon listens on port 0 and prints its boot line with the bound address; the helper reads
+that line (bounded by a timeout) instead of guessing a free port, so parallel runs never race.
+Stopping is by PID: SIGTERM, then SIGKILL if it has not exited within the grace period.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclass
+class Daemon:
+    name: str
+    proc: subprocess.Popen[str]
+    addr: str
+    home: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int(self.addr.rsplit(":", 1)[1])
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(grace)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _spawn(name: str, args: list[str], home: str, boot_marker: str, timeout: float = 30.0) -> Daemon:
+    """Start ``python -m <args>`` and wait (bounded) for the line containing ``boot_marker``."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, cwd=home)
+    lines: list[str] = []
+    q: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            q.put(line)
+        q.put(None)
+        proc.stdout.close()
+
+    threading.Thread(target=pump, name=f"{name}-stdout", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            proc.kill()
+            raise TimeoutError(f"{name} did not boot within {timeout}s; output:\n" + "\n".join(lines[-30:]))
+        try:
+            line = q.get(timeout=remaining)
+        except queue.Empty:
+            continue
+        if line is None:
+            proc.wait(5)
+            raise RuntimeError(f"{name} exited with {proc.returncode} before booting; output:\n"
+                               + "\n".join(lines[-30:]))
+        if boot_marker in line:
+            addr = line.rsplit("address ", 1)[1].strip()
+            return Daemon(name, proc, addr, home, lines)
+
+
+def start_namesrv(home: str, *options: str, timeout: float = 30.0) -> Daemon:
+    """A NameServer on 127.0.0.1 with a free port and its own home dir; ``options`` are key=value."""
+    os.makedirs(home, exist_ok=True)
+    args = ["namesrv.startup", "--home", home, "--listen-port", "0", "--bind-address", "127.0.0.1"]
+    for option in options:
+        args += ["-o", option]
+    return _spawn("mqnamesrv", args, home, "The Name Server boot success", timeout)
