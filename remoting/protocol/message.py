@@ -1,0 +1,312 @@
+"""The stored message record, byte for byte as RocketMQ 4.9 writes it (messages.md).
+
+The same bytes live in the CommitLog, travel in PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID
+bodies and in CHECK_TRANSACTION_STATE, so store, broker and SDK all use this one codec. Also here:
+the properties string, the batch body of SEND_BATCH_MESSAGE, offset message ids, and Java's
+String.hashCode for tag codes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
+
+# sysFlag bits (messages.md §2)
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+COMPRESSION_ZLIB = 0x300
+
+
+def transaction_type(sys_flag: int) -> int:
+    return sys_flag & TRANSACTION_ROLLBACK_TYPE
+
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+
+class MessageConst:
+    """Property keys (messages.md §7)."""
+
+    KEYS = "KEYS"
+    TAGS = "TAGS"
+    WAIT_STORE_MSG_OK = "WAIT"
+    DELAY_TIME_LEVEL = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QUEUE_ID = "REAL_QID"
+    TRANSACTION_PREPARED = "TRAN_MSG"
+    PRODUCER_GROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    BUYER_ID = "BUYER_ID"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    TRANSFER_FLAG = "TRANSFER_FLAG"
+    CORRECTION_FLAG = "CORRECTION_FLAG"
+    MQ2_FLAG = "MQ2_FLAG"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    MSG_REGION = "MSG_REGION"
+    TRACE_SWITCH = "TRACE_ON"
+    UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    INSTANCE_ID = "INSTANCE_ID"
+    CORRELATION_ID = "CORRELATION_ID"
+    MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    MESSAGE_TTL = "TTL"
+    REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
+    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+    CLUSTER = "CLUSTER"
+    MESSAGE_TYPE = "MSG_TYPE"
+    KEY_SEPARATOR = " "
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode as a signed 32-bit int (over UTF-16 code units)."""
+    h = 0
+    if s.isascii():
+        for c in s.encode():
+            h = (31 * h + c) & 0xFFFFFFFF
+    else:
+        data = s.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def tags_string_to_tags_code(tags: str | None) -> int:
+    """The consume-queue tag field of a message: the hash of its whole TAGS string, 0 without."""
+    return java_string_hash(tags) if tags else 0
+
+
+def properties_to_string(props: dict[str, str]) -> str:
+    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None)
+
+
+def string_to_properties(text: str) -> dict[str, str]:
+    """Java's MessageDecoder.string2messageProperties: malformed entries are skipped."""
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for entry in text.split(PROPERTY_SEPARATOR):
+        name, sep, value = entry.partition(NAME_VALUE_SEPARATOR)
+        if sep and name and value:
+            props[name] = value
+    return props
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+Host = tuple[str, int]
+
+
+def host_bytes(host: Host) -> bytes:
+    """4+4 bytes for IPv4, 16+4 for IPv6."""
+    ip = ipaddress.ip_address(host[0])
+    return ip.packed + struct.pack(">i", host[1])
+
+
+def is_ipv6(host: Host) -> bool:
+    return ":" in host[0]
+
+
+def _read_host(buf: bytes | memoryview | bytearray, pos: int, v6: bool) -> tuple[Host, int]:
+    n = 16 if v6 else 4
+    addr = socket.inet_ntop(socket.AF_INET6 if v6 else socket.AF_INET, bytes(buf[pos:pos + n]))
+    (port,) = struct.unpack_from(">i", buf, pos + n)
+    return (addr, port), pos + n + 4
+
+
+# -- ids -----------------------------------------------------------------------------------
+
+def create_offset_msg_id(store_host: Host, commit_log_offset: int) -> str:
+    """Store host + port + commit-log offset, uppercase hex (messages.md §9)."""
+    return (host_bytes(store_host) + struct.pack(">q", commit_log_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:
+    raw = bytes.fromhex(msg_id)
+    if len(raw) not in (16, 28):
+        raise ValueError(f"not an offset message id: {msg_id!r}")
+    host, pos = _read_host(raw, 0, len(raw) == 28)
+    (offset,) = struct.unpack_from(">q", raw, pos)
+    return host, offset
+
+
+# -- the stored record ---------------------------------------------------------------------
+
+@dataclass
+class MessageExt:
+    """A decoded stored record (Java's MessageExt)."""
+
+    topic: str
+    body: bytes
+    queue_id: int = 0
+    flag: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = ("127.0.0.1", 0)
+    store_timestamp: int = 0
+    store_host: Host = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    body_crc: int = 0
+    store_size: int = 0
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(MessageConst.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(MessageConst.KEYS)
+
+    @property
+    def offset_msg_id(self) -> str:
+        return create_offset_msg_id(self.store_host, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        """What users see: UNIQ_KEY when the producer set one, else the offset id."""
+        return self.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_I16 = struct.Struct(">h")
+
+
+def record_size(body_len: int, topic_len: int, props_len: int, born_v6: bool = False, store_v6: bool = False) -> int:
+    return 91 + body_len + topic_len + props_len + (12 if born_v6 else 0) + (12 if store_v6 else 0)
+
+
+def encode_record(msg: MessageExt, properties: bytes | None = None) -> bytes:
+    """A whole stored record; ``properties`` (already encoded) overrides ``msg.properties``."""
+    topic = msg.topic.encode()
+    props = properties if properties is not None else properties_to_string(msg.properties).encode()
+    born = host_bytes(msg.born_host)
+    store = host_bytes(msg.store_host)
+    sys_flag = msg.sys_flag | (BORNHOST_V6_FLAG if len(born) == 20 else 0) | (
+        STOREHOSTADDRESS_V6_FLAG if len(store) == 20 else 0)
+    size = record_size(len(msg.body), len(topic), len(props), len(born) == 20, len(store) == 20)
+    return b"".join((
+        _HEAD.pack(size, MESSAGE_MAGIC_CODE, msg.body_crc, msg.queue_id, msg.flag, msg.queue_offset,
+                   msg.commit_log_offset, sys_flag, msg.born_timestamp),
+        born, _I64.pack(msg.store_timestamp), store,
+        struct.pack(">iqi", msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)), msg.body,
+        bytes((len(topic),)), topic, _I16.pack(len(props)), props))
+
+
+class RecordError(ValueError):
+    """Bytes that are not a valid stored record."""
+
+
+def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False,
+                  read_body: bool = True) -> MessageExt:
+    """Decode the record at ``pos``; raises RecordError when it is torn, mis-sized or corrupt."""
+    end_of_buf = len(buf)
+    if end_of_buf - pos < _HEAD.size:
+        raise RecordError("truncated record header")
+    (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
+    if magic != MESSAGE_MAGIC_CODE:
+        raise RecordError(f"bad magic code {magic:#x}")
+    if total < 91 or pos + total > end_of_buf:
+        raise RecordError(f"record size {total} does not fit")
+    p = pos + _HEAD.size
+    try:
+        born_host, p = _read_host(buf, p, bool(sys_flag & BORNHOST_V6_FLAG))
+        (store_ts,) = _I64.unpack_from(buf, p)
+        store_host, p = _read_host(buf, p + 8, bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))
+        reconsume, prepared, body_len = struct.unpack_from(">iqi", buf, p)
+        p += 16
+        if body_len < 0 or p + body_len > pos + total:
+            raise RecordError(f"body length {body_len} does not fit")
+        body = bytes(buf[p:p + body_len]) if read_body else b""
+        if check_crc:
+            if (zlib.crc32(buf[p:p + body_len]) & 0x7FFFFFFF) != crc:
+                raise RecordError("body CRC mismatch")
+        p += body_len
+        topic_len = buf[p]
+        topic = bytes(buf[p + 1:p + 1 + topic_len]).decode()
+        p += 1 + topic_len
+        (props_len,) = _I16.unpack_from(buf, p)
+        p += 2
+        props = string_to_properties(bytes(buf[p:p + props_len]).decode()) if props_len > 0 else {}
+        p += max(props_len, 0)
+    except (struct.error, IndexError, UnicodeDecodeError, OSError) as exc:
+        raise RecordError(f"corrupt record: {exc}") from None
+    if p - pos != total:
+        raise RecordError(f"record size {total} does not match its fields ({p - pos})")
+    return MessageExt(topic=topic, body=body, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
+                      commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
+                      store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
+                      prepared_transaction_offset=prepared, properties=props, body_crc=crc, store_size=total)
+
+
+def decode_records(buf: bytes | bytearray | memoryview) -> Iterator[MessageExt]:
+    """Every record of a pull/query body, in order."""
+    pos = 0
+    while pos < len(buf):
+        msg = decode_record(buf, pos)
+        yield msg
+        pos += msg.store_size
+
+
+# -- batch bodies (SEND_BATCH_MESSAGE) -----------------------------------------------------
+
+@dataclass
+class BatchEntry:
+    flag: int
+    body: bytes
+    properties: str
+
+
+def encode_batch(entries: list[BatchEntry]) -> bytes:
+    out = []
+    for e in entries:
+        props = e.properties.encode()
+        out.append(struct.pack(">iiiii", 22 + len(e.body) + len(props), 0, 0, e.flag, len(e.body)) + e.body
+                   + _I16.pack(len(props)) + props)
+    return b"".join(out)
+
+
+def decode_batch(body: bytes) -> list[BatchEntry]:
+    entries = []
+    pos = 0
+    while pos < len(body):
+        if len(body) - pos < 22:
+            raise RecordError("truncated batch entry")
+        total, _magic, _crc, flag, body_len = struct.unpack_from(">iiiii", body, pos)
+        if body_len < 0 or pos + 22 + body_len > len(body):
+            raise RecordError("batch entry body length does not fit")
+        p = pos + 20 + body_len
+        (props_len,) = _I16.unpack_from(body, p)
+        if props_len < 0 or total != 22 + body_len + props_len or pos + total > len(body):
+            raise RecordError("batch entry size does not match its lengths")
+        try:
+            props = body[p + 2:p + 2 + props_len].decode()
+        except UnicodeDecodeError:
+            raise RecordError("batch entry properties are not UTF-8") from None
+        entries.append(BatchEntry(flag, body[pos + 20:p], props))
+        pos += total
+    return entries

@@ -1,0 +1,161 @@
+"""ConsumeQueue: per (topic, queue id), 20-byte units pointing into the CommitLog.
+
+Unit n (the n-th message of the queue) sits at byte n*20 of the queue's byte space:
+commitLogOffset int64, size int32, tagsCode int64 (store-formats.md §3). Consumers address
+messages by n, so reading a queue is arithmetic plus one slice of the CommitLog per message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from store.mapped_file import MappedFileQueue
+
+log = logging.getLogger("rocketmq.store")
+
+CQ_STORE_UNIT_SIZE = 20
+_UNIT = struct.Struct(">qiq")
+_BLANK_UNIT = _UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    def __init__(self, topic: str, queue_id: int, root: str, file_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        # Round the file size down to whole units, as Java does.
+        self.file_size = file_size - file_size % CQ_STORE_UNIT_SIZE
+        self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), self.file_size)
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0
+
+    def load(self) -> None:
+        self.queue.load()
+
+    def recover(self) -> None:
+        """Find the end of valid units, scanning from the third-last file as Java does."""
+        files = self.queue.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        end_offset = files[start].file_from_offset
+        for mf in files[start:]:
+            pos = 0
+            while pos + CQ_STORE_UNIT_SIZE <= self.file_size:
+                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
+                if offset < 0 or size <= 0:
+                    break
+                if size != 0x7FFFFFFF:
+                    self.max_physic_offset = max(self.max_physic_offset, offset + size)
+                pos += CQ_STORE_UNIT_SIZE
+            end_offset = mf.file_from_offset + pos
+            if pos < self.file_size:
+                break
+        self.queue.set_position(end_offset)
+
+    @property
+    def max_offset_in_queue(self) -> int:
+        return self.queue.max_offset // CQ_STORE_UNIT_SIZE
+
+    @property
+    def min_offset_in_queue(self) -> int:
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """Write unit ``cq_offset``; idempotent, so recovery can dispatch a record twice."""
+        if offset + size <= self.max_physic_offset:
+            return True
+        expect = cq_offset * CQ_STORE_UNIT_SIZE
+        first = not self.queue.files
+        mf = self.queue.get_last_mapped_file(expect)
+        if first and expect:
+            # A queue whose first unit is not 0 (its older files were deleted): fill the head
+            # of the file with blank units so positions stay arithmetic.
+            self.min_logic_offset = expect
+            mf.append(_BLANK_UNIT * ((expect - mf.file_from_offset) // CQ_STORE_UNIT_SIZE))
+        current = mf.file_from_offset + mf.wrote_position
+        if expect < current:
+            return True  # already there
+        if expect != current:
+            log.warning("[BUG] logic queue order maybe wrong, expectLogicOffset: %d currentLogicOffset: %d "
+                        "topic: %s queue: %d", expect, current, self.topic, self.queue_id)
+        mf.append(_UNIT.pack(offset, size, tags_code))
+        self.max_physic_offset = offset + size
+        return True
+
+    def unit_at(self, index: int) -> tuple[int, int, int] | None:
+        pos = index * CQ_STORE_UNIT_SIZE
+        mf = self.queue.find_mapped_file_by_offset(pos)
+        if mf is None or pos - mf.file_from_offset >= mf.wrote_position:
+            return None
+        return _UNIT.unpack_from(mf.mm, pos - mf.file_from_offset)
+
+    def units_from(self, index: int, max_bytes: int) -> list[tuple[int, int, int]]:
+        """Consecutive units starting at ``index``, within one file, at most ``max_bytes`` of them."""
+        pos = index * CQ_STORE_UNIT_SIZE
+        mf = self.queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return []
+        start = pos - mf.file_from_offset
+        end = min(mf.wrote_position, start + max_bytes)
+        return [_UNIT.unpack_from(mf.mm, p) for p in range(start, end - CQ_STORE_UNIT_SIZE + 1, CQ_STORE_UNIT_SIZE)]
+
+    def truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        """Drop units that point at or beyond ``phy_offset`` (CommitLog data lost in a crash)."""
+        self.max_physic_offset = -1
+        for mf in reversed(list(self.queue.files)):
+            pos = 0
+            valid_end = 0
+            while pos + CQ_STORE_UNIT_SIZE <= mf.wrote_position:
+                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
+                if size == 0x7FFFFFFF:  # blank filler
+                    valid_end = pos + CQ_STORE_UNIT_SIZE
+                elif offset >= phy_offset:
+                    break
+                else:
+                    valid_end = pos + CQ_STORE_UNIT_SIZE
+                    self.max_physic_offset = offset + size
+                pos += CQ_STORE_UNIT_SIZE
+            if valid_end == 0 and mf is not self.queue.files[0]:
+                self.queue.files.remove(mf)
+                mf.destroy()
+                continue
+            mf.mm[valid_end:mf.wrote_position] = bytes(mf.wrote_position - valid_end)
+            mf.wrote_position = mf.flushed_position = valid_end
+            if valid_end:
+                break
+
+    def correct_min_offset(self, phy_min_offset: int) -> None:
+        """The first unit still pointing into the CommitLog (after its old files were deleted)."""
+        for mf in self.queue.files:
+            for pos in range(0, mf.wrote_position, CQ_STORE_UNIT_SIZE):
+                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
+                if size != 0x7FFFFFFF and offset >= phy_min_offset:
+                    self.min_logic_offset = mf.file_from_offset + pos
+                    return
+        self.min_logic_offset = self.queue.max_offset
+
+    def delete_expired_files(self, phy_min_offset: int) -> int:
+        """Delete whole files whose every unit points below the CommitLog's min offset."""
+        count = 0
+        while len(self.queue.files) > 1:
+            mf = self.queue.files[0]
+            last_pos = mf.wrote_position - CQ_STORE_UNIT_SIZE
+            if last_pos < 0:
+                break
+            offset, _, _ = _UNIT.unpack_from(mf.mm, last_pos)
+            if offset >= phy_min_offset:
+                break
+            self.queue.delete_first_files(1)
+            count += 1
+        self.correct_min_offset(phy_min_offset)
+        return count
+
+    def flush(self) -> None:
+        self.queue.flush()
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0

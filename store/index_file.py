@@ -1,0 +1,200 @@
+"""IndexFile and IndexService: message keys -> CommitLog offsets (store-formats.md §4).
+
+A hash table on mmap: a 40-byte header, ``maxHashSlotNum`` int32 slots holding the newest entry
+of each chain, then ``maxIndexNum`` 20-byte entries linked to the previous one in their slot.
+Only hashes are stored, so callers re-check keys on the messages they read.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+
+from remoting.protocol.message import java_string_hash
+
+log = logging.getLogger("rocketmq.store")
+
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_SIZE = 20
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+
+
+def key_hash(key: str) -> int:
+    h = java_string_hash(key)
+    return 0 if h == -(2**31) else abs(h)
+
+
+class IndexFile:
+    def __init__(self, path: str, hash_slot_num: int, index_num: int) -> None:
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.path = path
+        size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        # Named by creation time, not by offset, so it is mapped here rather than as a MappedFile.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+            self.mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mm, 0)
+        if self.index_count == 0:
+            self.index_count = 1
+
+    def _write_header(self) -> None:
+        _HEADER.pack_into(self.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    @property
+    def is_write_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        if self.is_write_full:
+            return False
+        h = key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE
+        (slot_value,) = _SLOT.unpack_from(self.mm, slot_pos)
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), 2**31 - 1)
+        entry_pos = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + self.index_count * INDEX_SIZE
+        _ENTRY.pack_into(self.mm, entry_pos, h, phy_offset, time_diff, slot_value)
+        _SLOT.pack_into(self.mm, slot_pos, self.index_count)
+        if self.index_count <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        return True
+
+    def select_phy_offset(self, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        h = key_hash(key)
+        (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
+        found: list[int] = []
+        seen = 0
+        while 0 < slot_value < self.index_count and len(found) < max_num and seen < self.index_num:
+            seen += 1
+            entry_pos = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + slot_value * INDEX_SIZE
+            entry_hash, phy, time_diff, prev = _ENTRY.unpack_from(self.mm, entry_pos)
+            ts = self.begin_timestamp + time_diff * 1000
+            if ts < begin:
+                break
+            if entry_hash == h and ts <= end:
+                found.append(phy)
+            if prev <= 0 or prev >= slot_value:
+                break
+            slot_value = prev
+        return found
+
+    def time_matched(self, begin: int, end: int) -> bool:
+        return self.begin_timestamp <= end and self.end_timestamp >= begin
+
+    def flush(self) -> None:
+        self.mm.flush()
+
+    def destroy(self) -> None:
+        self.mm.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+
+@dataclass
+class IndexService:
+    store_path: str
+    hash_slot_num: int
+    index_num: int
+
+    def __post_init__(self) -> None:
+        self.files: list[IndexFile] = []
+
+    def load(self, last_exit_ok: bool, index_msg_timestamp: int) -> None:
+        if not os.path.isdir(self.store_path):
+            return
+        for name in sorted(os.listdir(self.store_path)):
+            f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num)
+            if not last_exit_ok and f.end_timestamp > index_msg_timestamp:
+                # Possibly written past what recovery will re-dispatch: rebuilt from the log.
+                f.destroy()
+                continue
+            self.files.append(f)
+
+    def _last_file(self) -> IndexFile:
+        last = self.files[-1] if self.files else None
+        if last is None or last.is_write_full:
+            os.makedirs(self.store_path, exist_ok=True)
+            name = time.strftime("%Y%m%d%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
+            path = os.path.join(self.store_path, name)
+            while os.path.exists(path):
+                path += "0"
+            f = IndexFile(path, self.hash_slot_num, self.index_num)
+            if last is not None:
+                f.begin_phy_offset, f.begin_timestamp = last.end_phy_offset, last.end_timestamp
+                f.end_phy_offset, f.end_timestamp = last.end_phy_offset, last.end_timestamp
+            self.files.append(f)
+            return f
+        return last
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.files[-1].end_phy_offset if self.files else 0
+
+    def build_index(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
+        f = self._last_file()
+        if phy_offset < f.end_phy_offset:
+            return  # already indexed (recovery re-dispatch)
+        for key in keys:
+            if not key:
+                continue
+            full = f"{topic}#{key}"
+            if not f.put_key(full, phy_offset, store_timestamp):
+                f = self._last_file()
+                f.put_key(full, phy_offset, store_timestamp)
+
+    def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        found: list[int] = []
+        for f in reversed(self.files):
+            if len(found) >= max_num:
+                break
+            if f.time_matched(begin, end):
+                found.extend(f.select_phy_offset(f"{topic}#{key}", max_num - len(found), begin, end))
+            if f.begin_timestamp < begin:
+                break
+        return found
+
+    def delete_expired(self, phy_min_offset: int) -> None:
+        while len(self.files) > 1 and self.files[0].end_phy_offset < phy_min_offset:
+            self.files.pop(0).destroy()
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def destroy(self) -> None:
+        for f in self.files:
+            f.destroy()
+        self.files = []
+
+    def close(self) -> None:
+        for f in self.files:
+            f.mm.close()
+
+

@@ -1,0 +1,188 @@
+"""Fixed-size files on mmap, named by the 20-digit offset of their first byte.
+
+Writers copy into the mapping; readers slice it directly. ``flush`` is ``msync`` and may take
+milliseconds, so callers run it in a thread (the mapping is shared memory, so the event loop can
+keep appending while an earlier range is being synced). A killed process loses nothing written
+to the mapping: the pages belong to the kernel's page cache.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+# fdatasync where the OS has it (Linux), fsync elsewhere (macOS).
+_datasync = getattr(os, "fdatasync", os.fsync)
+
+
+class MappedFile:
+    __slots__ = ("fd", "file_from_offset", "file_size", "flushed_position", "mm", "path", "wrote_position")
+
+    def __init__(self, path: str, file_size: int) -> None:
+        self.path = path
+        self.file_size = file_size
+        self.file_from_offset = int(os.path.basename(path))
+        exists = os.path.exists(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not exists:
+                os.ftruncate(fd, file_size)  # sparse: blocks are allocated as pages are touched
+            elif os.fstat(fd).st_size != file_size:
+                raise ValueError(f"{path} has {os.fstat(fd).st_size} bytes, expected {file_size}: refusing to load")
+            self.mm = mmap.mmap(fd, file_size)
+        except BaseException:
+            os.close(fd)
+            raise
+        # Kept open for fdatasync, which (unlike mmap.flush) releases the GIL while it waits on
+        # the disk, and on Linux writes back pages dirtied through the mapping too.
+        self.fd = fd
+        self.wrote_position = 0
+        self.flushed_position = 0
+
+    @staticmethod
+    def file_name(offset: int) -> str:
+        return f"{offset:020d}"
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    def append(self, data: bytes) -> None:
+        pos = self.wrote_position
+        self.mm[pos:pos + len(data)] = data
+        self.wrote_position = pos + len(data)
+
+    def flush(self, up_to: int | None = None) -> int:
+        """msync what was written since the last flush (blocking: call it in a thread)."""
+        end = self.wrote_position if up_to is None else min(up_to, self.wrote_position)
+        if end > self.flushed_position:
+            _datasync(self.fd)
+            self.flushed_position = end
+        return self.flushed_position
+
+    def read(self, pos: int, size: int) -> bytes:
+        return self.mm[pos:pos + size]
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        try:
+            self.mm.close()
+        except BufferError:
+            pass
+        os.close(self.fd)
+        self.fd = -1
+
+
+class MappedFileQueue:
+    """The files of one log (the CommitLog, or one consume queue) in offset order."""
+
+    def __init__(self, store_path: str, file_size: int) -> None:
+        self.store_path = store_path
+        self.file_size = file_size
+        self.files: list[MappedFile] = []
+
+    def load(self) -> None:
+        if not os.path.isdir(self.store_path):
+            return
+        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
+        for name in names:
+            mf = MappedFile(os.path.join(self.store_path, name), self.file_size)
+            # Positions are provisionally "full"; recovery sets the real write position.
+            mf.wrote_position = mf.flushed_position = self.file_size
+            self.files.append(mf)
+
+    def last(self) -> MappedFile | None:
+        return self.files[-1] if self.files else None
+
+    def get_last_mapped_file(self, start_offset: int = 0) -> MappedFile:
+        """The file to write into, creating the next one when the last is full (or none exists)."""
+        last = self.last()
+        if last is not None and not last.is_full:
+            return last
+        create_offset = start_offset - start_offset % self.file_size if last is None else \
+            last.file_from_offset + self.file_size
+        os.makedirs(self.store_path, exist_ok=True)
+        mf = MappedFile(os.path.join(self.store_path, MappedFile.file_name(create_offset)), self.file_size)
+        self.files.append(mf)
+        return mf
+
+    def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
+        if not self.files:
+            return None
+        first = self.files[0].file_from_offset
+        index = (offset - first) // self.file_size
+        if 0 <= index < len(self.files):
+            mf = self.files[index]
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.file_size:
+                return mf
+        return None
+
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].file_from_offset if self.files else 0
+
+    @property
+    def max_offset(self) -> int:
+        last = self.last()
+        return last.file_from_offset + last.wrote_position if last else 0
+
+    @property
+    def flushed_where(self) -> int:
+        """Offset up to which every file is synced."""
+        for mf in self.files:
+            if mf.flushed_position < mf.wrote_position:
+                return mf.file_from_offset + mf.flushed_position
+        return self.max_offset
+
+    def set_position(self, offset: int) -> None:
+        """After recovery: ``offset`` is the end of valid data; files past it are deleted."""
+        keep: list[MappedFile] = []
+        for mf in self.files:
+            end = mf.file_from_offset + self.file_size
+            if end <= offset:
+                mf.wrote_position = mf.flushed_position = self.file_size
+                keep.append(mf)
+            elif mf.file_from_offset <= offset:
+                pos = offset - mf.file_from_offset
+                mf.wrote_position = mf.flushed_position = pos
+                keep.append(mf)
+            else:
+                mf.destroy()
+        self.files = keep
+
+    def flush(self) -> int:
+        """Sync every unsynced range (blocking); returns the new flushed offset."""
+        for mf in list(self.files):
+            if mf.flushed_position < mf.wrote_position:
+                mf.flush()
+        return self.flushed_where
+
+    def dirty_bytes(self) -> int:
+        return sum(mf.wrote_position - mf.flushed_position for mf in self.files)
+
+    def delete_first_files(self, count: int) -> list[MappedFile]:
+        removed, self.files = self.files[:count], self.files[count:]
+        for mf in removed:
+            mf.destroy()
+        return removed
+
+    def destroy(self) -> None:
+        for mf in self.files:
+            mf.destroy()
+        self.files = []
+        try:
+            os.rmdir(self.store_path)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for mf in self.files:
+            mf.close()
