@@ -214,7 +214,7 @@ class CommitLog:
             return 0, None, False
         try:
             ext = decode_record(memoryview(mm)[pos:pos + total], 0,  # type: ignore[arg-type]
-                                check_crc=self.config.checkCRCOnRecover)
+                                check_crc=self.config.checkCRCOnRecover, strict=True)
         except RecordError:
             return 0, None, False
         inner = MessageExtBrokerInner(

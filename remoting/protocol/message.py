@@ -222,8 +222,12 @@ class RecordError(ValueError):
 
 
 def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False,
-                  read_body: bool = True) -> MessageExt:
-    """Decode the record at ``pos``; raises RecordError when it is torn, mis-sized or corrupt."""
+                  read_body: bool = True, strict: bool = False) -> MessageExt:
+    """Decode the record at ``pos``; raises RecordError when it is torn, mis-sized or corrupt.
+
+    ``strict`` (recovery) also refuses NUL bytes in the topic and properties: 4.9 records carry
+    no checksum over those parts, and zeros there are the unwritten tail of a torn record.
+    """
     end_of_buf = len(buf)
     if end_of_buf - pos < _HEAD.size:
         raise RecordError("truncated record header")
@@ -247,12 +251,16 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
                 raise RecordError("body CRC mismatch")
         p += body_len
         topic_len = buf[p]
-        topic = bytes(buf[p + 1:p + 1 + topic_len]).decode()
+        topic_raw = bytes(buf[p + 1:p + 1 + topic_len])
         p += 1 + topic_len
         (props_len,) = _I16.unpack_from(buf, p)
         p += 2
-        props = string_to_properties(bytes(buf[p:p + props_len]).decode()) if props_len > 0 else {}
+        props_raw = bytes(buf[p:p + props_len]) if props_len > 0 else b""
         p += max(props_len, 0)
+        if strict and (not topic_raw or b"\x00" in topic_raw or b"\x00" in props_raw):
+            raise RecordError("NUL bytes in topic or properties: a torn record")
+        topic = topic_raw.decode()
+        props = string_to_properties(props_raw.decode()) if props_raw else {}
     except (struct.error, IndexError, UnicodeDecodeError, OSError) as exc:
         raise RecordError(f"corrupt record: {exc}") from None
     if p - pos != total:

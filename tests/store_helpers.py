@@ -1,0 +1,33 @@
+"""Building messages and small-file stores for the store tests."""
+
+from __future__ import annotations
+
+from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
+from store.commit_log import MessageExtBrokerInner
+from store.config import MessageStoreConfig
+
+STORE_HOST = ("127.0.0.1", 10911)
+
+
+def small_config(root: str, **overrides: object) -> MessageStoreConfig:
+    base: dict[str, object] = {"storePathRootDir": root, "mappedFileSizeCommitLog": 64 * 1024,
+                               "mappedFileSizeConsumeQueue": 50 * 20, "maxHashSlotNum": 64, "maxIndexNum": 256,
+                               "flushIntervalCommitLog": 50, "flushIntervalConsumeQueue": 50}
+    base.update(overrides)
+    return MessageStoreConfig(**base)  # type: ignore[arg-type]
+
+
+def message(topic: str, body: bytes, queue_id: int = 0, tags: str | None = None, keys: str | None = None,
+            uniq: str | None = None, born_host: tuple[str, int] = ("10.1.2.3", 5555), sys_flag: int = 0,
+            extra: dict[str, str] | None = None) -> MessageExtBrokerInner:
+    props: dict[str, str] = dict(extra or {})
+    if tags:
+        props[MessageConst.TAGS] = tags
+    if keys:
+        props[MessageConst.KEYS] = keys
+    if uniq:
+        props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+    return MessageExtBrokerInner(
+        topic=topic, body=body, queue_id=queue_id, properties_string=properties_to_string(props),
+        tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=1700000000123,
+        born_host=born_host, store_host=STORE_HOST, keys=(keys or "").split(" "), uniq_key=uniq)

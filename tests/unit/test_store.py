@@ -1,0 +1,365 @@
+"""The message store: record layout, rolling files, recovery of torn tails, queues, index, retention."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import struct
+import zlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    BatchEntry,
+    decode_batch,
+    decode_offset_msg_id,
+    decode_record,
+    encode_batch,
+)
+from store.config import FlushDiskType
+from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
+from tests.store_helpers import STORE_HOST, message, small_config
+
+
+@pytest.fixture
+async def store(tmp_path: str) -> AsyncIterator[DefaultMessageStore]:
+    s = DefaultMessageStore(small_config(str(tmp_path)))
+    await s.load()
+    await s.start()
+    yield s
+    if not s.shutdown_flag:
+        await s.shutdown()
+
+
+def independent_decode(buf: bytes) -> dict[str, object]:
+    """A decoder written from spec/messages.md §1, sharing no code with the store."""
+    total, magic, crc, qid, flag, qoff, phys, sysflag, born_ts = struct.unpack_from(">iiiiiqqiq", buf, 0)
+    p = 48
+    born_len = 16 if sysflag & 0x10 else 4
+    born = (socket.inet_ntop(socket.AF_INET6 if born_len == 16 else socket.AF_INET, buf[p:p + born_len]),
+            struct.unpack_from(">i", buf, p + born_len)[0])
+    p += born_len + 4
+    (store_ts,) = struct.unpack_from(">q", buf, p)
+    p += 8
+    store_len = 16 if sysflag & 0x20 else 4
+    p += store_len + 4
+    reconsume, prepared, body_len = struct.unpack_from(">iqi", buf, p)
+    p += 16
+    body = buf[p:p + body_len]
+    p += body_len
+    tlen = buf[p]
+    topic = buf[p + 1:p + 1 + tlen].decode()
+    p += 1 + tlen
+    (plen,) = struct.unpack_from(">h", buf, p)
+    props = buf[p + 2:p + 2 + plen].decode()
+    assert p + 2 + plen == total == len(buf)
+    assert magic == MESSAGE_MAGIC_CODE and crc == zlib.crc32(body) & 0x7FFFFFFF
+    return {"queueId": qid, "flag": flag, "queueOffset": qoff, "physicalOffset": phys, "sysFlag": sysflag,
+            "bornTimestamp": born_ts, "bornHost": born, "storeTimestamp": store_ts, "reconsumeTimes": reconsume,
+            "prepared": prepared, "body": body, "topic": topic, "properties": props}
+
+
+@pytest.mark.parametrize("born", [("10.1.2.3", 5555), ("fe80::1", 6666)])
+async def test_records_match_the_spec_layout(store: DefaultMessageStore, born: tuple[str, int]) -> None:
+    msg = message("TopicA", b"hello world", queue_id=2, tags="TagA", keys="k1 k2", uniq="U1", born_host=born,
+                  sys_flag=0x1)  # the compressed flag is stored as given
+    msg.flag = 7
+    msg.reconsume_times = 3
+    result = await store.put_message(msg)
+    assert result.status == PutMessageStatus.PUT_OK
+    res = result.append_result
+    assert res is not None
+    got = store.get_message("g", "TopicA", 2, 0, 32)
+    assert got.status == GetMessageStatus.FOUND and got.next_begin_offset == 1
+    (record,) = got.buffers
+    d = independent_decode(record)
+    assert d["body"] == b"hello world" and d["topic"] == "TopicA" and d["queueId"] == 2 and d["flag"] == 7
+    assert d["physicalOffset"] == res.wrote_offset and d["queueOffset"] == 0 and d["reconsumeTimes"] == 3
+    assert d["bornHost"] == born and d["bornTimestamp"] == 1700000000123
+    assert d["sysFlag"] & 0x1 and bool(d["sysFlag"] & 0x10) == (":" in born[0])
+    assert d["properties"] == "TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U1"
+    assert decode_offset_msg_id(res.msg_id) == (STORE_HOST, res.wrote_offset)
+    assert store.look_message_by_offset(res.wrote_offset) == record
+
+
+async def test_batch_records_get_consecutive_offsets(store: DefaultMessageStore) -> None:
+    body = encode_batch([BatchEntry(0, f"m{i}".encode(), f"KEYS\x01b{i}") for i in range(5)])
+    entries = decode_batch(body)
+    msgs = [message("Batch", e.body, extra={"KEYS": f"b{i}"}) for i, e in enumerate(entries)]
+    result = await store.put_messages(msgs)
+    assert result.status == PutMessageStatus.PUT_OK and result.append_result is not None
+    assert len(result.append_result.msg_id.split(",")) == 5
+    got = store.get_message("g", "Batch", 0, 0, 32)
+    assert [independent_decode(b)["queueOffset"] for b in got.buffers] == [0, 1, 2, 3, 4]
+    assert [independent_decode(b)["body"] for b in got.buffers] == [f"m{i}".encode() for i in range(5)]
+    offsets = [independent_decode(b)["physicalOffset"] for b in got.buffers]
+    sizes = [len(b) for b in got.buffers]
+    assert all(offsets[i] + sizes[i] == offsets[i + 1] for i in range(4))
+
+
+async def test_rolling_files_and_reads_across_them(store: DefaultMessageStore) -> None:
+    bodies = [os.urandom(900 + i % 300) for i in range(300)]
+    for i, body in enumerate(bodies):
+        assert (await store.put_message(message("Roll", body, queue_id=i % 3))).ok
+    files = store.commit_log.queue.files
+    assert len(files) >= 4, "64 KiB files must have rolled"
+    # Each full file ends with a BLANK record (messages.md §3).
+    for mf in files[:-1]:
+        pos = 0
+        while True:
+            total, magic = struct.unpack_from(">ii", mf.mm, pos)
+            if magic == BLANK_MAGIC_CODE:
+                assert pos + total == mf.file_size
+                break
+            assert magic == MESSAGE_MAGIC_CODE
+            pos += total
+    read = []
+    for qid in range(3):
+        offset = 0
+        while True:
+            got = store.get_message("g", "Roll", qid, offset, 32)
+            if got.status != GetMessageStatus.FOUND:
+                assert got.status == GetMessageStatus.OFFSET_OVERFLOW_ONE
+                break
+            read.extend((independent_decode(b)["physicalOffset"], independent_decode(b)["body"]) for b in got.buffers)
+            offset = got.next_begin_offset
+    assert [b for _, b in sorted(read)] == bodies  # type: ignore[type-var]
+
+
+async def test_tag_filter_and_offset_statuses(store: DefaultMessageStore) -> None:
+    for i in range(10):
+        await store.put_message(message("F", b"x", tags="TagA" if i % 2 else "TagB"))
+    from remoting.protocol.message import tags_string_to_tags_code
+
+    only_a = MessageFilter({tags_string_to_tags_code("TagA")})
+    got = store.get_message("g", "F", 0, 0, 32, only_a)
+    assert got.message_count == 5 and got.next_begin_offset == 10
+    assert store.get_message("g", "F", 0, 10, 32).status == GetMessageStatus.OFFSET_OVERFLOW_ONE
+    assert store.get_message("g", "F", 0, 11, 32).status == GetMessageStatus.OFFSET_OVERFLOW_BADLY
+    assert store.get_message("g", "F", 1, 0, 32).status == GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+    none_match = store.get_message("g", "F", 0, 0, 32, MessageFilter({12345}))
+    assert none_match.status == GetMessageStatus.NO_MATCHED_MESSAGE and none_match.next_begin_offset == 10
+
+
+async def test_key_and_timestamp_lookup(store: DefaultMessageStore) -> None:
+    stamps = []
+    for i in range(40):
+        r = await store.put_message(message("K", f"v{i}".encode(), keys=f"order-{i} shared", uniq=f"UNIQ{i}"))
+        stamps.append(r.append_result.store_timestamp)  # type: ignore[union-attr]
+        if i % 10 == 9:
+            await asyncio.sleep(0.02)  # spread store times so the search has something to find
+    found = store.query_message("K", "order-17", 32, 0, 2**62)
+    assert [decode_record(b).body for b in found] == [b"v17"]
+    assert len(store.query_message("K", "shared", 32, 0, 2**62)) == 32, "bounded by maxNum"
+    assert [decode_record(b).body for b in store.query_message("K", "UNIQ3", 32, 0, 2**62)] == [b"v3"]
+    assert store.query_message("K", "nope", 32, 0, 2**62) == []
+    idx = store.get_offset_in_queue_by_time("K", 0, stamps[25])
+    assert stamps[idx] == stamps[25]
+    assert store.get_offset_in_queue_by_time("K", 0, stamps[0] - 10_000) == 0
+    assert store.get_earliest_message_time("K", 0) == stamps[0]
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _write(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _last_record_span(s: DefaultMessageStore) -> tuple[int, int]:
+    mf = s.commit_log.queue.last()
+    assert mf is not None
+    pos = 0
+    last = 0
+    while pos < mf.wrote_position:
+        last = pos
+        pos += struct.unpack_from(">i", mf.mm, pos)[0]
+    return mf.file_from_offset + last, pos - last
+
+
+async def _crashed_store(root: str, n: int) -> tuple[int, int, bytes]:
+    """Write n messages and stop without a clean shutdown (the abort file stays)."""
+    s = DefaultMessageStore(small_config(root))
+    await s.load()
+    await s.start()
+    for i in range(n):
+        await s.put_message(message("Torn", f"message-{i}".encode() * 3, keys=f"k{i}", uniq=f"U{i}"))
+    start, size = _last_record_span(s)
+    for task in s._tasks:
+        task.cancel()
+    mf = s.commit_log.queue.last()
+    assert mf is not None
+    tail = bytes(mf.mm[start - mf.file_from_offset:start - mf.file_from_offset + size])
+    s.commit_log.queue.close()
+    for qs in s.consume_queue_table.values():
+        for cq in qs.values():
+            cq.queue.close()
+    os.close(s._lock_fd)  # type: ignore[arg-type]
+    return start, size, tail
+
+
+async def test_torn_tail_at_every_byte_keeps_the_intact_prefix(tmp_path: str) -> None:
+    root = os.path.join(str(tmp_path), "torn")
+    start, size, _ = await _crashed_store(root, 5)
+    path = os.path.join(root, "commitlog", f"{0:020d}")
+    pristine = _read(path)
+    for cut in range(size):
+        damaged = bytearray(pristine)
+        damaged[start + cut:start + size] = bytes(size - cut)
+        _write(path, bytes(damaged))
+        _write(os.path.join(root, "abort"), b"")
+        s = DefaultMessageStore(small_config(root))
+        assert not await s.load()
+        assert s.commit_log.max_offset == start, f"cut at byte {cut}"
+        assert s.get_max_offset_in_queue("Torn", 0) == 4
+        await s.start()
+        r = await s.put_message(message("Torn", b"next"))
+        assert r.append_result is not None and r.append_result.wrote_offset == start
+        assert r.append_result.logics_offset == 4
+        await s.shutdown()
+        _write(path, pristine)
+
+
+async def test_broken_crc_is_cut_off(tmp_path: str) -> None:
+    root = os.path.join(str(tmp_path), "crc")
+    start, _, _ = await _crashed_store(root, 3)
+    path = os.path.join(root, "commitlog", f"{0:020d}")
+    data = bytearray(_read(path))
+    data[start + 84 + 4] ^= 0xFF  # a byte of the body: the CRC no longer matches
+    _write(path, bytes(data))
+    s = DefaultMessageStore(small_config(root))
+    await s.load()
+    assert s.commit_log.max_offset == start and s.get_max_offset_in_queue("Torn", 0) == 2
+    await s.start()
+    await s.shutdown()
+
+
+async def test_queues_and_index_rebuilt_after_deletion(tmp_path: str) -> None:
+    root = str(tmp_path)
+    s = DefaultMessageStore(small_config(root))
+    await s.load()
+    await s.start()
+    for i in range(120):
+        await s.put_message(message("R", f"r{i}".encode() * 50, queue_id=i % 4, keys=f"key{i}"))
+    await s.shutdown()
+    import shutil
+
+    shutil.rmtree(os.path.join(root, "consumequeue"))
+    shutil.rmtree(os.path.join(root, "index"))
+    s = DefaultMessageStore(small_config(root))
+    await s.load()
+    await s.start()
+    try:
+        assert [s.get_max_offset_in_queue("R", q) for q in range(4)] == [30, 30, 30, 30]
+        got = s.get_message("g", "R", 3, 29, 32)
+        assert decode_record(got.buffers[0]).body == b"r119" * 50
+        assert [decode_record(b).body for b in s.query_message("R", "key77", 4, 0, 2**62)] == [b"r77" * 50]
+    finally:
+        await s.shutdown()
+
+
+async def test_retention_deletes_expired_files_and_keeps_the_active_one(tmp_path: str) -> None:
+    now = dt.datetime.now() + dt.timedelta(seconds=1)
+    s = DefaultMessageStore(small_config(str(tmp_path), fileReservedTime=0, deleteWhen=f"{now.hour:02d}"))
+    await s.load()
+    await s.start()
+    try:
+        for _ in range(200):
+            await s.put_message(message("Old", os.urandom(1000)))
+        files = len(s.commit_log.queue.files)
+        assert files >= 3
+        assert await s.clean_resources(now + dt.timedelta(hours=1)) == 0, "outside deleteWhen nothing is deleted"
+        deleted = await s.clean_resources(now + dt.timedelta(seconds=1))
+        assert deleted == files - 1 and len(s.commit_log.queue.files) == 1
+        min_offset = s.get_min_offset_in_queue("Old", 0)
+        assert min_offset > 0
+        got = s.get_message("g", "Old", 0, 0, 32)
+        assert got.status == GetMessageStatus.OFFSET_TOO_SMALL and got.next_begin_offset == min_offset
+        assert s.get_message("g", "Old", 0, min_offset, 32).status == GetMessageStatus.FOUND
+        assert (await s.put_message(message("Old", b"still writable"))).ok
+    finally:
+        await s.shutdown()
+
+
+async def test_full_disk_refuses_puts_until_space_returns(store: DefaultMessageStore) -> None:
+    assert (await store.put_message(message("D", b"before"))).ok
+    store.config.diskSpaceWarningLevelRatio = 0.0  # any usage is now "full"
+    store.check_disk_space()
+    refused = await store.put_message(message("D", b"refused"))
+    assert refused.status == PutMessageStatus.SERVICE_NOT_AVAILABLE and "disk is full" in (refused.remark or "")
+    assert store.get_max_offset_in_queue("D", 0) == 1, "a refused put changes nothing"
+    store.config.diskSpaceWarningLevelRatio = 0.99
+    store.check_disk_space()
+    assert (await store.put_message(message("D", b"after"))).ok
+
+
+async def test_bad_puts_are_refused_without_change(store: DefaultMessageStore) -> None:
+    store.config.maxMessageSize = 100
+    too_big = await store.put_message(message("B", b"x" * 101))
+    assert too_big.status == PutMessageStatus.MESSAGE_ILLEGAL
+    long_topic = await store.put_message(message("T" * 128, b"x"))
+    assert long_topic.status == PutMessageStatus.MESSAGE_ILLEGAL
+    big_props = await store.put_message(message("B", b"x", extra={"p": "v" * 33000}))
+    assert big_props.status == PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert store.commit_log.max_offset == 0
+
+
+async def test_sync_flush_group_commit(tmp_path: str) -> None:
+    s = DefaultMessageStore(small_config(str(tmp_path), flushDiskType=FlushDiskType.SYNC_FLUSH,
+                                         mappedFileSizeCommitLog=1024 * 1024))
+    await s.load()
+    await s.start()
+    try:
+        import store.mapped_file as mapped_file
+
+        calls = 0
+        real = mapped_file._datasync
+
+        def counting(fd: int) -> None:
+            nonlocal calls
+            calls += 1
+            real(fd)
+
+        mapped_file._datasync = counting  # type: ignore[assignment]
+        try:
+            results = await asyncio.gather(*(s.put_message(message("S", os.urandom(1024))) for _ in range(64)))
+        finally:
+            mapped_file._datasync = real  # type: ignore[assignment]
+        assert all(r.status == PutMessageStatus.PUT_OK for r in results)
+        assert 1 <= calls < 64 / 4, f"{calls} fsyncs for 64 concurrent sync puts"
+        assert s.commit_log.queue.flushed_where == s.commit_log.max_offset
+    finally:
+        await s.shutdown()
+
+
+async def test_sync_flush_timeout(tmp_path: str) -> None:
+    s = DefaultMessageStore(small_config(str(tmp_path), flushDiskType=FlushDiskType.SYNC_FLUSH, syncFlushTimeout=50))
+    await s.load()
+    await s.start()
+    import time
+
+    import store.mapped_file as mapped_file
+
+    real = mapped_file._datasync
+    mapped_file._datasync = lambda fd: time.sleep(0.3)  # type: ignore[assignment]
+    try:
+        r = await s.put_message(message("S", b"slow disk"))
+        assert r.status == PutMessageStatus.FLUSH_DISK_TIMEOUT
+        assert s.get_max_offset_in_queue("S", 0) == 1, "the message is stored even when the flush is late"
+    finally:
+        mapped_file._datasync = real  # type: ignore[assignment]
+        await s.shutdown()
+
+
+async def test_second_store_on_same_dir_refused(store: DefaultMessageStore) -> None:
+    other = DefaultMessageStore(store.config)
+    with pytest.raises(RuntimeError, match="Lock failed"):
+        await other.load()
