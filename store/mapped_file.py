@@ -8,8 +8,11 @@ to the mapping: the pages belong to the kernel's page cache.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
+
+log = logging.getLogger("rocketmq.store")
 
 # fdatasync where the OS has it (Linux), fsync elsewhere (macOS).
 _datasync = getattr(os, "fdatasync", os.fsync)
@@ -93,8 +96,16 @@ class MappedFileQueue:
         if not os.path.isdir(self.store_path):
             return
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
-        for name in names:
-            mf = MappedFile(os.path.join(self.store_path, name), self.file_size)
+        for i, name in enumerate(names):
+            path = os.path.join(self.store_path, name)
+            size = os.path.getsize(path)
+            if i == len(names) - 1 and size < self.file_size:
+                # The newest file was being created when the process died (created, not yet
+                # sized): it holds nothing yet, so it is completed rather than refused.
+                log.warning("%s has %d bytes, completing it to %d (interrupted creation)", path, size,
+                            self.file_size)
+                os.truncate(path, self.file_size)
+            mf = MappedFile(path, self.file_size)
             # Positions are provisionally "full"; recovery sets the real write position.
             mf.wrote_position = mf.flushed_position = self.file_size
             self.files.append(mf)
