@@ -23,7 +23,6 @@ from remoting.protocol.message import (
     Host,
     MessageConst,
     RecordError,
-    create_offset_msg_id,
     decode_record,
     host_bytes,
     properties_to_string,
@@ -174,7 +173,7 @@ class CommitLog:
                 table[key] = queue_offset + 1
             if i == 0:
                 result.logics_offset = queue_offset
-            ids.append(create_offset_msg_id(msg.store_host, offset))
+            ids.append(store.hex().upper() + f"{offset:016X}")
             result.written.append((msg, size))
             offset += size
         mf.append(parts[0] if len(parts) == 1 else b"".join(parts))

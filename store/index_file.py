@@ -27,8 +27,30 @@ _SLOT = struct.Struct(">i")
 
 
 def key_hash(key: str) -> int:
-    h = java_string_hash(key)
+    return _abs_hash(java_string_hash(key))
+
+
+def _abs_hash(h: int) -> int:
+    # Java's Math.abs leaves Integer.MIN_VALUE negative; RocketMQ then maps it to 0.
     return 0 if h == -(2**31) else abs(h)
+
+
+_POW31: dict[int, int] = {}
+_prefix_hash: dict[str, int] = {}
+
+
+def topic_key_hash(topic: str, key: str) -> int:
+    """key_hash(topic + "#" + key) without hashing the topic part again for every message:
+    Java's hash of a concatenation is hash(prefix) * 31^len(rest) + hash(rest), mod 2^32."""
+    prefix = _prefix_hash.get(topic)
+    if prefix is None:
+        prefix = _prefix_hash[topic] = java_string_hash(topic + "#") & 0xFFFFFFFF
+    n = len(key) if key.isascii() else len(key.encode("utf-16-be")) // 2
+    power = _POW31.get(n)
+    if power is None:
+        power = _POW31[n] = pow(31, n, 1 << 32)
+    h = (prefix * power + (java_string_hash(key) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return _abs_hash(h - (1 << 32) if h & 0x80000000 else h)
 
 
 class IndexFile:
@@ -58,10 +80,10 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+    def put_key(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
+        """Add an entry for a key whose ``key_hash`` is ``h``."""
         if self.is_write_full:
             return False
-        h = key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE
         (slot_value,) = _SLOT.unpack_from(self.mm, slot_pos)
         if slot_value <= 0 or slot_value > self.index_count:
@@ -84,8 +106,7 @@ class IndexFile:
         self._write_header()
         return True
 
-    def select_phy_offset(self, key: str, max_num: int, begin: int, end: int) -> list[int]:
-        h = key_hash(key)
+    def select_phy_offset(self, h: int, max_num: int, begin: int, end: int) -> list[int]:
         (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
         found: list[int] = []
         seen = 0
@@ -164,10 +185,10 @@ class IndexService:
         for key in keys:
             if not key:
                 continue
-            full = f"{topic}#{key}"
-            if not f.put_key(full, phy_offset, store_timestamp):
+            h = topic_key_hash(topic, key)
+            if not f.put_key(h, phy_offset, store_timestamp):
                 f = self._last_file()
-                f.put_key(full, phy_offset, store_timestamp)
+                f.put_key(h, phy_offset, store_timestamp)
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         found: list[int] = []
@@ -175,7 +196,7 @@ class IndexService:
             if len(found) >= max_num:
                 break
             if f.time_matched(begin, end):
-                found.extend(f.select_phy_offset(f"{topic}#{key}", max_num - len(found), begin, end))
+                found.extend(f.select_phy_offset(topic_key_hash(topic, key), max_num - len(found), begin, end))
             if f.begin_timestamp < begin:
                 break
         return found

@@ -78,15 +78,19 @@ class MessageConst:
 
 
 def java_string_hash(s: str) -> int:
-    """Java's String.hashCode as a signed 32-bit int (over UTF-16 code units)."""
+    """Java's String.hashCode as a signed 32-bit int (over UTF-16 code units).
+
+    Python ints do not overflow, so the 32-bit wrap is applied once at the end.
+    """
     h = 0
     if s.isascii():
         for c in s.encode():
-            h = (31 * h + c) & 0xFFFFFFFF
+            h = h * 31 + c
     else:
         data = s.encode("utf-16-be")
         for i in range(0, len(data), 2):
-            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+            h = h * 31 + ((data[i] << 8) | data[i + 1])
+    h &= 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
