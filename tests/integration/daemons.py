@@ -82,7 +82,10 @@ def _spawn(name: str, args: list[str], home: str, boot_marker: str, timeout: flo
             raise RuntimeError(f"{name} exited with {proc.returncode} before booting; output:\n"
                                + "\n".join(lines[-30:]))
         if boot_marker in line:
-            addr = line.rsplit("address ", 1)[1].strip()
+            if "address " in line:
+                addr = line.rsplit("address ", 1)[1].strip()
+            else:  # Java's broker line: "The broker[name, ip:port] boot success. ..."
+                addr = line.split("[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
             return Daemon(name, proc, addr, home, lines)
 
 
@@ -93,3 +96,14 @@ def start_namesrv(home: str, *options: str, timeout: float = 30.0) -> Daemon:
     for option in options:
         args += ["-o", option]
     return _spawn("mqnamesrv", args, home, "The Name Server boot success", timeout)
+
+
+def start_broker(home: str, namesrv_addr: str, *options: str, name: str = "broker-a", timeout: float = 60.0) -> Daemon:
+    """A Broker on 127.0.0.1 with a free port, its store under ``home``, registered with ``namesrv_addr``."""
+    os.makedirs(home, exist_ok=True)
+    args = ["broker.startup", "-n", namesrv_addr, "--listen-port", "0", "--store", os.path.join(home, "store"),
+            "-o", "brokerIP1=127.0.0.1", "-o", "bindAddress=127.0.0.1", "-o", f"brokerName={name}",
+            "-o", f"rocketmqHome={home}"]
+    for option in options:
+        args += ["-o", option]
+    return _spawn(f"mqbroker-{name}", args, home, "boot success", timeout)

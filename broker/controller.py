@@ -1,0 +1,223 @@
+"""BrokerController: wiring and lifecycle of one broker (managers, store, servers, registration).
+
+Start: load the tables, recover the store, listen on ``listenPort`` and the fast port
+(``listenPort - 2``, every processor but pull), register with every NameServer, then keep
+registering every ``registerNameServerPeriod`` and at once after any topic change. Shutdown:
+unregister, stop accepting, persist offsets, flush and close the store (removing its abort file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from broker.client_housekeeping import ClientHousekeepingService, notify_consumer_ids_changed
+from broker.config import BrokerConfig
+from broker.consumer_manager import ConsumerManager
+from broker.consumer_offset_manager import ConsumerOffsetManager
+from broker.outer_api import BrokerOuterAPI
+from broker.processors.admin import AdminBrokerProcessor
+from broker.processors.client_manage import ClientManageProcessor
+from broker.processors.consumer_manage import ConsumerManageProcessor
+from broker.processors.pull import PullMessageProcessor
+from broker.processors.query import QueryMessageProcessor
+from broker.processors.queue_lock import QueueLockProcessor
+from broker.processors.send import SendMessageProcessor
+from broker.producer_manager import ProducerManager
+from broker.pull_hold import PullRequestHoldService
+from broker.rebalance_lock_manager import RebalanceLockManager
+from broker.stats import BrokerStats
+from broker.subscription_group_manager import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
+from remoting.properties import ConfigError, apply_properties
+from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from remoting.protocol.route import RegisterBrokerBody
+from remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
+from remoting.server import RemotingServer
+from remoting.server_config import NettyServerConfig
+from store.config import MessageStoreConfig
+from store.message_store import DefaultMessageStore
+
+log = logging.getLogger("rocketmq.broker")
+
+# Java clamps the registration period to [10 s, 60 s].
+REGISTER_PERIOD_BOUNDS = (10_000, 60_000)
+HOUSEKEEPING_INTERVAL = 10.0
+
+
+class BrokerController:
+    def __init__(self, broker_config: BrokerConfig, server_config: NettyServerConfig | None = None,
+                 store_config: MessageStoreConfig | None = None) -> None:
+        self.broker_config = broker_config
+        self.server_config = server_config or NettyServerConfig(listenPort=10911)
+        self.store_config = store_config or MessageStoreConfig()
+        root = self.store_config.storePathRootDir
+        cfg = broker_config
+        self.stats = BrokerStats()
+        self.topic_config_manager = TopicConfigManager(
+            root, broker_cluster_name=cfg.brokerClusterName, broker_name=cfg.brokerName,
+            auto_create_topic_enable=cfg.autoCreateTopicEnable, default_topic_queue_nums=cfg.defaultTopicQueueNums,
+            cluster_topic_enable=cfg.clusterTopicEnable, broker_topic_enable=cfg.brokerTopicEnable,
+            trace_topic_enable=cfg.traceTopicEnable, msg_trace_topic_name=cfg.msgTraceTopicName,
+            on_change=self._on_topic_change)
+        self.subscription_group_manager = SubscriptionGroupManager(root, cfg.autoCreateSubscriptionGroup)
+        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        expiry = cfg.channelExpiredTimeout / 1000
+        self.producer_manager = ProducerManager(expiry)
+        self.consumer_manager = ConsumerManager(self._on_consumer_ids_changed, expiry)
+        self.rebalance_lock_manager = RebalanceLockManager(cfg.rebalanceLockMaxLiveTime / 1000)
+        self.message_store = DefaultMessageStore(self.store_config, self._on_message_arriving)
+        self.pull_processor = PullMessageProcessor(self)
+        self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
+                                                self.message_store.get_max_offset_in_queue,
+                                                cfg.pullHoldCheckInterval / 1000 if cfg.longPollingEnable else 1.0)
+        self.housekeeping = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
+        self.remoting_server = RemotingServer(self.server_config.to_server_config(), self.housekeeping)
+        self.fast_server = RemotingServer(self.server_config.to_server_config(port=self._fast_port()),
+                                          self.housekeeping)
+        self._register_processors()
+        self.outer_api = BrokerOuterAPI()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._register_wakeup: asyncio.Event | None = None
+        self.listen_port = self.server_config.listenPort
+
+    def _fast_port(self) -> int:
+        port = self.server_config.listenPort
+        return port - 2 if port > 2 else 0
+
+    def _register_processors(self) -> None:
+        for server in (self.remoting_server, self.fast_server):
+            for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
+                              ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self)):
+                processor.register(server)
+        # Pulls go to the main port only: the fast port exists so sends never queue behind them.
+        self.pull_processor.register(self.remoting_server)
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        return (self.broker_config.brokerIP1, self.listen_port)
+
+    @property
+    def broker_addr(self) -> str:
+        return self.broker_config.broker_addr(self.listen_port)
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _on_message_arriving(self, topic: str, queue_id: int, logic_offset: int, tags_code: int,
+                             store_timestamp: int) -> None:
+        self.pull_hold.notify_message_arriving(topic, queue_id, logic_offset, tags_code)
+
+    def _on_consumer_ids_changed(self, group: str, channels: list) -> None:  # type: ignore[type-arg]
+        if self.broker_config.notifyConsumerIdsChangedEnable:
+            notify_consumer_ids_changed(group, channels)
+
+    def _on_topic_change(self, config: TopicConfig) -> None:
+        # Clients poll routes every 30 s; registering now is what makes a new topic routable now.
+        if self._register_wakeup is not None:
+            self._register_wakeup.set()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for manager in (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager):
+            if not manager.load():
+                raise RuntimeError(f"{manager.config_file_path()} and its backup are both unreadable")
+        await self.message_store.load()
+        await self.message_store.start()
+        await self.remoting_server.start()
+        self.listen_port = self.remoting_server.port
+        try:
+            await self.fast_server.start()
+        except OSError:
+            # The fast port (listenPort - 2) is taken: serve it on any free port rather than fail.
+            self.fast_server.config.port = 0
+            await self.fast_server.start()
+        self.pull_hold.start()
+        loop = asyncio.get_running_loop()
+        self._register_wakeup = asyncio.Event()
+        await self.register_broker_all()
+        self._tasks = [loop.create_task(self._registration_loop()), loop.create_task(self._persist_offsets_loop()),
+                       loop.create_task(self._housekeeping_loop())]
+
+    async def register_broker_all(self) -> None:
+        cfg = self.broker_config
+        addrs = cfg.namesrv_addr_list()
+        if not addrs:
+            return
+        table = {}
+        for name, config in self.topic_config_manager.table.items():
+            if not PermName.is_writeable(cfg.brokerPermission) or not PermName.is_readable(cfg.brokerPermission):
+                config = config.model_copy(update={"perm": config.perm & cfg.brokerPermission})
+            table[name] = config
+        body = RegisterBrokerBody(topicConfigSerializeWrapper=TopicConfigSerializeWrapper(
+            dataVersion=self.topic_config_manager.data_version.model_copy(), topicConfigTable=table))
+        header = RegisterBrokerRequestHeader(brokerName=cfg.brokerName, brokerAddr=self.broker_addr,
+                                             clusterName=cfg.brokerClusterName,
+                                             haServerAddr=cfg.ha_server_addr(self.listen_port + 1),
+                                             brokerId=cfg.brokerId)
+        results = await self.outer_api.register_broker_all(addrs, header, body, cfg.registerBrokerTimeoutMills / 1000,
+                                                           cfg.compressedRegister)
+        for _, response in results:
+            order = self.outer_api.order_topic_config(response)
+            if order is not None:
+                self.topic_config_manager.update_order_topic_config(order)
+                break
+
+    async def _registration_loop(self) -> None:
+        assert self._register_wakeup is not None
+        low, high = REGISTER_PERIOD_BOUNDS
+        while True:
+            period = min(max(self.broker_config.registerNameServerPeriod, low), high) / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._register_wakeup.wait(), period)
+            self._register_wakeup.clear()
+            try:
+                await self.register_broker_all()
+            except Exception:
+                log.exception("registerBrokerAll failed")
+
+    async def _persist_offsets_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.broker_config.flushConsumerOffsetInterval / 1000)
+            try:
+                await self.consumer_offset_manager.persist_async()
+            except OSError as exc:
+                log.error("persist consumer offsets failed: %s", exc)
+
+    async def _housekeeping_loop(self) -> None:
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL)
+            self.housekeeping.scan_exception_channels()
+
+    def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG: apply known keys to the running broker config."""
+        current = self.broker_config.model_dump()
+        (updated,), _ = apply_properties([BrokerConfig], {**current, **props})
+        unknown = props.keys() - set(BrokerConfig.model_fields) - set(NettyServerConfig.model_fields) - set(
+            MessageStoreConfig.model_fields)
+        if unknown:
+            raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+        for key in props.keys() & set(BrokerConfig.model_fields):
+            setattr(self.broker_config, key, getattr(updated, key))
+        if self._register_wakeup is not None:
+            self._register_wakeup.set()
+
+    async def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        cfg = self.broker_config
+        addrs = cfg.namesrv_addr_list()
+        if addrs:
+            await self.outer_api.unregister_broker_all(addrs, UnRegisterBrokerRequestHeader(
+                brokerName=cfg.brokerName, brokerAddr=self.broker_addr, clusterName=cfg.brokerClusterName,
+                brokerId=cfg.brokerId), 3.0)
+        await self.outer_api.close()
+        await self.pull_hold.shutdown()
+        await self.remoting_server.close()
+        await self.fast_server.close()
+        self.consumer_offset_manager.persist()
+        self.topic_config_manager.persist()
+        self.subscription_group_manager.persist()
+        await self.message_store.shutdown()
+        log.info("broker %s shut down, store at %s", cfg.brokerName, self.store_config.storePathRootDir)

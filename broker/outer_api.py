@@ -1,0 +1,67 @@
+"""BrokerOuterAPI: the broker's calls to NameServers (registration and unregistration)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingError
+from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from remoting.protocol.route import KVTable, RegisterBrokerBody
+
+log = logging.getLogger("rocketmq.broker")
+
+
+class BrokerOuterAPI:
+    def __init__(self) -> None:
+        self.client = RemotingClient()
+
+    async def register_broker_all(self, namesrv_addrs: list[str], header: RegisterBrokerRequestHeader,
+                                  body: RegisterBrokerBody, timeout: float, compressed: bool = False
+                                  ) -> list[tuple[str, RemotingCommand | None]]:
+        """Register with every NameServer in parallel; a failure with one never blocks the others."""
+        payload = body.encode_compressed() if compressed else body.encode()
+        header.compressed = compressed
+        header.bodyCrc32 = zlib.crc32(payload) & 0x7FFFFFFF
+
+        async def one(addr: str) -> tuple[str, RemotingCommand | None]:
+            try:
+                response = await self.client.invoke(addr, RemotingCommand.request(
+                    RequestCode.REGISTER_BROKER, header, payload), timeout)
+            except RemotingError as exc:
+                log.warning("register broker to name server %s failed: %s", addr, exc)
+                return addr, None
+            if response.code != ResponseCode.SUCCESS:
+                log.warning("register broker to name server %s refused: %s %s", addr, response.code, response.remark)
+                return addr, None
+            log.info("register broker[%s] to name server %s OK", header.brokerAddr, addr)
+            return addr, response
+
+        return list(await asyncio.gather(*(one(a) for a in namesrv_addrs)))
+
+    @staticmethod
+    def order_topic_config(response: RemotingCommand | None) -> dict[str, str] | None:
+        if response is None or not response.body:
+            return None
+        try:
+            return KVTable.decode(response.body).table
+        except ValueError:
+            return None
+
+    async def unregister_broker_all(self, namesrv_addrs: list[str], header: UnRegisterBrokerRequestHeader,
+                                    timeout: float) -> None:
+        async def one(addr: str) -> None:
+            try:
+                await self.client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), timeout)
+                log.info("unregisterBroker OK, NamesrvAddr: %s", addr)
+            except RemotingError as exc:
+                log.warning("unregisterBroker Exception, %s: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in namesrv_addrs))
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,250 @@
+"""Admin requests (Java's AdminBrokerProcessor, the parts RocketMQ's tools use)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from broker.topic_config_manager import validate_topic
+from remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.exceptions import RemotingError
+from remoting.properties import ConfigError, format_properties, parse_properties
+from remoting.protocol.broker import (
+    ConnectionBody,
+    ConsumerConnection,
+    ConsumerGroupRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    ProducerConnection,
+    ProducerGroupRequestHeader,
+    ResetOffsetRequestHeader,
+    encode_mq_keyed,
+)
+from remoting.protocol.route import KVTable
+from remoting.protocol.subscription import SubscriptionGroupConfig
+from remoting.protocol.topic import TopicConfig, TopicFilterType
+from remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+log = logging.getLogger("rocketmq.broker")
+
+_LANG_NAMES = {c.value: c.name for c in LanguageCode}
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: RemotingServer) -> None:
+        table = {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
+            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+        }
+        for code, handler in table.items():
+            server.register_processor(code, handler)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    async def update_and_create_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(CreateTopicRequestHeader)
+        problem = validate_topic(h.topic)
+        if problem:
+            return request.response(ResponseCode.SYSTEM_ERROR, problem)
+        if self.broker.topic_config_manager.is_system_topic(h.topic):
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"The topic[{h.topic}] is conflict with system topic.")
+        try:
+            config = TopicConfig(topicName=h.topic, readQueueNums=h.readQueueNums, writeQueueNums=h.writeQueueNums,
+                                 perm=h.perm, topicFilterType=TopicFilterType(h.topicFilterType),
+                                 topicSysFlag=h.topicSysFlag or 0, order=bool(h.order))
+        except ValueError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad topic config: {exc}")
+        if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
+            return request.response(ResponseCode.SYSTEM_ERROR, "queue numbers must be positive")
+        self.broker.topic_config_manager.update_topic_config(config)
+        return request.response()
+
+    async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(DeleteTopicRequestHeader)
+        broker = self.broker
+        broker.topic_config_manager.delete_topic_config(h.topic)
+        broker.consumer_offset_manager.remove_topic(h.topic)
+        broker.message_store.delete_topics({h.topic})
+        return request.response()
+
+    async def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(body=self.broker.topic_config_manager.wrapper().encode())
+
+    async def get_topic_stats_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(GetTopicStatsInfoRequestHeader)
+        config = self.broker.topic_config_manager.select_topic_config(h.topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        store = self.broker.message_store
+        table = {}
+        for qid in range(config.writeQueueNums):
+            max_offset = store.get_max_offset_in_queue(h.topic, qid)
+            last = store.get_message_store_timestamp(h.topic, qid, max_offset - 1) if max_offset > 0 else 0
+            table[(h.topic, self.broker.broker_config.brokerName, qid)] = {
+                "lastUpdateTimestamp": max(last, 0), "maxOffset": max_offset,
+                "minOffset": max(store.get_min_offset_in_queue(h.topic, qid), 0)}
+        return request.response(body=encode_mq_keyed("offsetTable", table))
+
+    # -- consumers and producers ------------------------------------------------------------
+
+    async def get_consume_stats(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(GetConsumeStatsRequestHeader)
+        broker = self.broker
+        offsets = broker.consumer_offset_manager
+        topics = [h.topic] if h.topic else sorted(offsets.which_topic_by_consumer(h.consumerGroup))
+        table = {}
+        for topic in topics:
+            config = broker.topic_config_manager.select_topic_config(topic)
+            if config is None:
+                continue
+            for qid in range(config.readQueueNums):
+                broker_offset = broker.message_store.get_max_offset_in_queue(topic, qid)
+                consumer_offset = max(broker.consumer_offset_manager.query_offset(h.consumerGroup, topic, qid), 0)
+                last = (broker.message_store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
+                        if consumer_offset > 0 else 0)
+                table[(topic, broker.broker_config.brokerName, qid)] = {
+                    "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": max(last, 0)}
+        body = encode_mq_keyed("offsetTable", table)
+        # fastjson writes consumeTps before offsetTable (alphabetical order).
+        return request.response(body=b'{"consumeTps":0.0,' + body[1:])
+
+    async def get_consumer_connection_list(self, conn: RemotingConnection, request: RemotingCommand
+                                           ) -> RemotingCommand:
+        h = request.decode_header(ConsumerGroupRequestHeader)
+        info = self.broker.consumer_manager.get_consumer_group_info(h.consumerGroup)
+        if info is None or not info.channel_info_table:
+            return request.response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                    f"the consumer group[{h.consumerGroup}] not online")
+        body = ConsumerConnection(
+            connectionSet=[ConnectionBody(clientAddr=c.client_addr, clientId=c.client_id,
+                                          language=_LANG_NAMES.get(c.language, "OTHER"), version=c.version)
+                           for c in info.channel_info_table.values()],
+            consumeFromWhere=info.consume_from_where, consumeType=info.consume_type, messageModel=info.message_model,
+            subscriptionTable=dict(info.subscription_table))
+        return request.response(body=body.encode())
+
+    async def get_producer_connection_list(self, conn: RemotingConnection, request: RemotingCommand
+                                           ) -> RemotingCommand:
+        h = request.decode_header(ProducerGroupRequestHeader)
+        channels = self.broker.producer_manager.group_channel_table.get(h.producerGroup)
+        if not channels:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producerGroup}] not exist")
+        body = ProducerConnection(connectionSet=[
+            ConnectionBody(clientAddr=c.client_addr, clientId=c.client_id,
+                           language=_LANG_NAMES.get(c.language, "OTHER"), version=c.version)
+            for c in channels.values()])
+        return request.response(body=body.encode())
+
+    async def update_and_create_subscription_group(self, conn: RemotingConnection, request: RemotingCommand
+                                                   ) -> RemotingCommand:
+        try:
+            config = SubscriptionGroupConfig.decode(request.body)
+        except (ValidationError, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        self.broker.subscription_group_manager.update_subscription_group_config(config)
+        return request.response()
+
+    async def get_all_subscription_group(self, conn: RemotingConnection, request: RemotingCommand
+                                         ) -> RemotingCommand:
+        return request.response(body=self.broker.subscription_group_manager.encode().encode())
+
+    async def delete_subscription_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = request.decode_header(DeleteSubscriptionGroupRequestHeader)
+        self.broker.subscription_group_manager.delete_subscription_group_config(h.groupName)
+        if h.removeOffset:
+            self.broker.consumer_offset_manager.remove_offset(h.groupName)
+        return request.response()
+
+    async def get_all_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        return request.response(body=self.broker.consumer_offset_manager.encode().encode())
+
+    async def reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """Compute each queue's offset for the timestamp, store it, and tell the live consumers."""
+        h = request.decode_header(ResetOffsetRequestHeader)
+        broker = self.broker
+        config = broker.topic_config_manager.select_topic_config(h.topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"[reset-offset] topic[{h.topic}] not exist")
+        store = broker.message_store
+        table = {}
+        for qid in range(config.writeQueueNums):
+            target = (store.get_max_offset_in_queue(h.topic, qid) if h.timestamp < 0
+                      else store.get_offset_in_queue_by_time(h.topic, qid, h.timestamp))
+            committed = broker.consumer_offset_manager.query_offset(h.group, h.topic, qid)
+            offset = target if h.isForce or committed < 0 or target < committed else committed
+            broker.consumer_offset_manager.commit_offset(h.group, h.topic, qid, offset)
+            table[(h.topic, broker.broker_config.brokerName, qid)] = offset
+        body = encode_mq_keyed("offsetTable", table)
+        info = broker.consumer_manager.get_consumer_group_info(h.group)
+        if info is None or not info.channel_info_table:
+            return request.response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                    f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic}"
+                                    f" Timestamp: {h.timestamp}", body=body)
+        for channel in info.all_channels():
+            try:
+                channel.invoke_oneway(RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+                                                              h.to_ext_fields(), body))
+            except RemotingError as exc:
+                log.warning("[reset-offset] notify %s failed: %s", channel.remote_addr, exc)
+        return request.response(body=body)
+
+    # -- runtime and config -----------------------------------------------------------------
+
+    async def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        broker = self.broker
+        stats = broker.stats
+        put_tps, get_tps = stats.tps()
+        store = broker.message_store
+        table = {
+            "brokerVersionDesc": "V4_9_8", "brokerVersion": str(CURRENT_VERSION),
+            "msgPutTotalTodayNow": str(stats.put_messages), "msgGetTotalTodayNow": str(stats.get_messages),
+            "putTps": f"{put_tps:.2f}", "getTotalTps": f"{get_tps:.2f}",
+            "bootTimestamp": str(stats.boot_timestamp), "commitLogMaxOffset": str(store.get_max_phy_offset()),
+            "commitLogMinOffset": str(store.get_min_phy_offset()),
+            "commitLogDiskRatio": f"{store.disk_usage_ratio():.4f}", "dispatchBehindBytes": "0",
+            "runtime": f"[ {int(time.time() * 1000 - stats.boot_timestamp) // 1000} seconds ]",
+            "brokerActive": "true",
+        }
+        return request.response(body=KVTable(table=table).encode())
+
+    async def update_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            props = parse_properties((request.body or b"").decode())
+            self.broker.update_config(props)
+        except (UnicodeDecodeError, ConfigError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        log.info("updateBrokerConfig called by %s: %s", conn.remote_addr, props)
+        return request.response()
+
+    async def get_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        b = self.broker
+        return request.response(header={"version": b.topic_config_manager.data_version.encode().decode()},
+                                body=format_properties(b.broker_config, b.server_config, b.store_config).encode())

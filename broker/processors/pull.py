@@ -1,0 +1,141 @@
+"""PULL_MESSAGE with long polling (Java's PullMessageProcessor).
+
+A pull that finds nothing, on its first attempt and with the SUSPEND flag, is parked in the
+PullRequestHoldService and answered when a matching message arrives or its suspend time ends.
+The answer body is the stored records themselves, byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.pull_hold import PullRequest
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.protocol.broker import (
+    FLAG_COMMIT_OFFSET,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+)
+from remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
+from remoting.protocol.message import tags_string_to_tags_code
+from remoting.protocol.topic import PermName
+from remoting.server import RemotingServer
+from store.message_store import GetMessageStatus, MessageFilter
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+MASTER_ID = 0
+
+
+def parse_tag_codes(expression: str | None) -> set[int] | None:
+    """Tag codes of a TAG expression (``"A || B"``); None for ``*`` (match everything)."""
+    if expression is None or not expression.strip() or expression.strip() == SUB_ALL:
+        return None
+    tags = [t.strip() for t in expression.split("||") if t.strip()]
+    return {tags_string_to_tags_code(t) for t in tags} or None
+
+
+def _code_for(status: GetMessageStatus, offset: int) -> int:
+    if status == GetMessageStatus.FOUND:
+        return ResponseCode.SUCCESS
+    if status in (GetMessageStatus.MESSAGE_WAS_REMOVING, GetMessageStatus.NO_MATCHED_MESSAGE):
+        return ResponseCode.PULL_RETRY_IMMEDIATELY
+    if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+    if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
+        return ResponseCode.PULL_NOT_FOUND
+    return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+class PullMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: RemotingServer) -> None:
+        server.register_processor(RequestCode.PULL_MESSAGE, self.process_request, max_concurrency=4096)
+
+    async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
+        return self.pull(conn, request, allow_suspend=True)
+
+    async def execute_held(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        """Re-run a held pull without suspending again, and answer it on its connection."""
+        response = self.pull(conn, request, allow_suspend=False)
+        if response is not None and conn.is_open:
+            response.opaque = request.opaque
+            response.flag |= RPC_TYPE_RESPONSE
+            response.serialize_type = request.serialize_type
+            conn.write_command(response)
+
+    def pull(self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
+        broker = self.broker
+        cfg = broker.broker_config
+        h = request.decode_header(PullMessageRequestHeader)
+        if not PermName.is_readable(cfg.brokerPermission):
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{cfg.brokerIP1}] pulling message is forbidden")
+        group_config = broker.subscription_group_manager.find_subscription_group_config(h.consumerGroup)
+        if group_config is None:
+            return request.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                    f"subscription group [{h.consumerGroup}] does not exist, apply first please "
+                                    "(autoCreateSubscriptionGroup is off)")
+        if not group_config.consumeEnable:
+            return request.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumerGroup}")
+        topic_config = broker.topic_config_manager.select_topic_config(h.topic)
+        if topic_config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST,
+                                    f"topic[{h.topic}] not exist, apply first please!")
+        if not PermName.is_readable(topic_config.perm):
+            return request.response(ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden")
+        if h.queueId < 0 or h.queueId >= topic_config.readQueueNums:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"queueId[{h.queueId}] is illegal, topic:[{h.topic}] "
+                                    f"topicConfig.readQueueNums:[{topic_config.readQueueNums}] consumer:"
+                                    f"[{conn.remote_addr}]")
+        if h.sysFlag & FLAG_SUBSCRIPTION:
+            expression_type = h.expressionType or ExpressionType.TAG
+            subscription = h.subscription
+        else:
+            group_info = broker.consumer_manager.get_consumer_group_info(h.consumerGroup)
+            if group_info is None:
+                return request.response(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+            if not group_config.consumeBroadcastEnable and group_info.message_model == MessageModel.BROADCASTING:
+                return request.response(ResponseCode.NO_PERMISSION,
+                                        f"the consumer group[{h.consumerGroup}] can not consume by broadcast way")
+            sub = group_info.subscription_table.get(h.topic)
+            if sub is None:
+                return request.response(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+            if sub.subVersion < h.subVersion:
+                return request.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+            expression_type, subscription = sub.expressionType, sub.subString
+        if expression_type != ExpressionType.TAG:
+            if not cfg.enablePropertyFilter:
+                return request.response(ResponseCode.SYSTEM_ERROR,
+                                        f"The broker does not support consumer to filter message by {expression_type}")
+            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                    "SQL92 filtering is not available on this broker yet")
+        message_filter = MessageFilter(parse_tag_codes(subscription))
+        result = broker.message_store.get_message(h.consumerGroup, h.topic, h.queueId, h.queueOffset,
+                                                  h.maxMsgNums, message_filter)
+        code = _code_for(result.status, h.queueOffset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sysFlag & FLAG_SUSPEND:
+            timeout = h.suspendTimeoutMillis if cfg.longPollingEnable else cfg.shortPollingTimeMills
+            broker.pull_hold.suspend_pull_request(PullRequest(
+                request, conn, h.topic, h.queueId, h.queueOffset, timeout / 1000,
+                matches=message_filter.is_matched_by_consume_queue))
+            response = None
+        else:
+            header = PullMessageResponseHeader(suggestWhichBrokerId=MASTER_ID, nextBeginOffset=result.next_begin_offset,
+                                               minOffset=result.min_offset, maxOffset=result.max_offset)
+            body = b"".join(result.buffers) if code == ResponseCode.SUCCESS else None
+            if body:
+                broker.stats.record_get(result.message_count, len(body))
+            response = request.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
+                                        header=header, body=body)
+        if allow_suspend and h.sysFlag & FLAG_COMMIT_OFFSET and broker.broker_config.brokerId == MASTER_ID:
+            broker.consumer_offset_manager.commit_offset(h.consumerGroup, h.topic, h.queueId, h.commitOffset)
+        return response

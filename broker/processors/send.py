@@ -1,0 +1,231 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (Java's SendMessageProcessor).
+
+Checks run in RocketMQ's order -- broker permission, topic name, system topics, topic existence
+(auto-creation), queue id -- and each failure answers with RocketMQ's code and a remark, before
+the store is touched. The stored STOREHOST and the offset message id carry the broker's
+advertised address, which is where clients send retries and VIEW_MESSAGE_BY_ID.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from broker.topic_config_manager import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    dlq_topic,
+    validate_topic,
+)
+from remoting.codes import V3_4_9, RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from remoting.protocol.message import (
+    MULTI_TAGS_FLAG,
+    MessageConst,
+    RecordError,
+    decode_batch,
+    properties_to_string,
+    string_to_properties,
+    tags_string_to_tags_code,
+)
+from remoting.protocol.topic import PermName, TopicConfig, TopicFilterType
+from remoting.server import RemotingServer
+from store.commit_log import MessageExtBrokerInner
+from store.message_store import PutMessageResult, PutMessageStatus
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+log = logging.getLogger("rocketmq.broker")
+
+# Clients may not send to the broker's internal topics (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
+                                     "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
+
+_STATUS_TO_CODE = {
+    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR,
+                                               "create mapped file failed, server is busy or broken."),
+    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL,
+                                       "the message is illegal, maybe msg body or properties length not matched."),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL,
+                                                "the message is illegal, maybe msg properties length limit 32k."),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE,
+                                             "service not available now. It may be caused by one of the following "
+                                             "reasons: the broker's disk is full, messages are put to the slave, "
+                                             "message store has been shut down, etc."),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR,
+                                         "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+
+def _parse_host(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port) if port.isdigit() else 0
+
+
+class SendMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: RemotingServer) -> None:
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            server.register_processor(code, self.process_request, max_concurrency=4096)
+
+    async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.SEND_MESSAGE:
+            header = request.decode_header(SendMessageRequestHeader)
+        else:
+            header = request.decode_header(SendMessageRequestHeaderV2).to_v1()
+        checked = self._msg_check(conn, request, header)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        topic_config = checked
+        queue_id = header.queueId if header.queueId >= 0 else random.randrange(max(1, topic_config.writeQueueNums))
+        if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+            return await self._send_batch(conn, request, header, topic_config, queue_id)
+        return await self._send_single(conn, request, header, topic_config, queue_id)
+
+    def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
+                   header: SendMessageRequestHeader) -> TopicConfig | RemotingCommand:
+        broker = self.broker
+        cfg = broker.broker_config
+        if not PermName.is_writeable(cfg.brokerPermission):
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{cfg.brokerIP1}] sending message is forbidden")
+        problem = validate_topic(header.topic)
+        if problem:
+            return request.response(ResponseCode.SYSTEM_ERROR, problem)
+        if header.topic in NOT_ALLOWED_SEND_TOPICS:
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"Sending message to topic[{header.topic}] is forbidden.")
+        topics = broker.topic_config_manager
+        topic_config = topics.select_topic_config(header.topic)
+        if topic_config is None:
+            if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                topic_config = topics.create_topic_in_send_message_back_method(
+                    header.topic, 1, PermName.PERM_READ | PermName.PERM_WRITE)
+            else:
+                topic_config = topics.create_topic_in_send_message_method(
+                    header.topic, header.defaultTopic, header.defaultTopicQueueNums)
+            if topic_config is None:
+                return request.response(ResponseCode.TOPIC_NOT_EXIST,
+                                        f"topic[{header.topic}] not exist, apply first please! "
+                                        "(autoCreateTopicEnable is off or the default topic does not allow it)")
+        if not PermName.is_writeable(topic_config.perm):
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the topic[{header.topic}] sending message is forbidden")
+        valid = max(topic_config.readQueueNums, topic_config.writeQueueNums)
+        if header.queueId >= valid:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"request queueId[{header.queueId}] is illegal, {topic_config} Producer: "
+                                    f"{conn.remote_addr}")
+        return topic_config
+
+    def _inner(self, conn: RemotingConnection, header: SendMessageRequestHeader, topic: str, queue_id: int,
+               body: bytes, flag: int, props: dict[str, str], topic_config: TopicConfig) -> MessageExtBrokerInner:
+        broker = self.broker
+        props[MessageConst.CLUSTER] = broker.broker_config.brokerClusterName
+        sys_flag = header.sysFlag
+        if topic_config.topicFilterType == TopicFilterType.MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        tags = props.get(MessageConst.TAGS)
+        keys = props.get(MessageConst.KEYS)
+        return MessageExtBrokerInner(
+            topic=topic, body=body, queue_id=queue_id, flag=flag, properties_string=properties_to_string(props),
+            tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=header.bornTimestamp,
+            born_host=_parse_host(conn.remote_addr), store_host=broker.store_host,
+            reconsume_times=header.reconsumeTimes or 0,
+            keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
+            uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+
+    async def _send_single(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
+                           topic_config: TopicConfig, queue_id: int) -> RemotingCommand:
+        props = string_to_properties(header.properties or "")
+        topic = header.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            moved = self._handle_retry_and_dlq(request, header, props)
+            if isinstance(moved, RemotingCommand):
+                return moved
+            if moved is not None:
+                topic, queue_id = moved, 0
+        transactional = props.get(MessageConst.TRANSACTION_PREPARED) == "true"
+        if transactional and self.broker.broker_config.rejectTransactionMessage:
+            return request.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{self.broker.broker_config.brokerIP1}] sending transaction message "
+                                    "is forbidden")
+        wait = props.pop(MessageConst.WAIT_STORE_MSG_OK, "true") != "false"
+        inner = self._inner(conn, header, topic, queue_id, request.body or b"", header.flag, props, topic_config)
+        result = await self.broker.message_store.put_message(inner, wait)
+        return self._response(request, result, queue_id)
+
+    def _handle_retry_and_dlq(self, request: RemotingCommand, header: SendMessageRequestHeader,
+                              props: dict[str, str]) -> str | RemotingCommand | None:
+        """A direct send to ``%RETRY%group`` past the group's max reconsume times goes to its DLQ."""
+        group = header.topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group_config = self.broker.subscription_group_manager.find_subscription_group_config(group)
+        if group_config is None:
+            return request.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                    f"subscription group not exist, {group}")
+        max_times = group_config.retryMaxTimes
+        if request.version >= V3_4_9 and header.maxReconsumeTimes is not None:
+            max_times = header.maxReconsumeTimes
+        if (header.reconsumeTimes or 0) < max_times:
+            return None
+        dlq = dlq_topic(group)
+        self.broker.topic_config_manager.create_topic_in_send_message_back_method(
+            dlq, 1, PermName.PERM_READ | PermName.PERM_WRITE)
+        log.info("message reconsumed %s times, moved to %s", header.reconsumeTimes, dlq)
+        return dlq
+
+    async def _send_batch(self, conn: RemotingConnection, request: RemotingCommand,
+                          header: SendMessageRequestHeader, topic_config: TopicConfig,
+                          queue_id: int) -> RemotingCommand:
+        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or header.topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            return request.response(ResponseCode.MESSAGE_ILLEGAL,
+                                    f"batch request does not support retry group {header.topic}")
+        try:
+            entries = decode_batch(request.body or b"")
+        except (RecordError, ValueError) as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}")
+        if not entries:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
+        header_props = string_to_properties(header.properties or "")
+        header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+        msgs = []
+        for entry in entries:
+            props = string_to_properties(entry.properties)
+            if props.get(MessageConst.DELAY_TIME_LEVEL) or props.get(MessageConst.TRANSACTION_PREPARED) == "true":
+                return request.response(ResponseCode.MESSAGE_ILLEGAL,
+                                        "batch messages cannot be delayed or transactional")
+            props.update({k: v for k, v in header_props.items() if k not in props})
+            msgs.append(self._inner(conn, header, header.topic, queue_id, entry.body, entry.flag, props, topic_config))
+        result = await self.broker.message_store.put_messages(msgs)
+        return self._response(request, result, queue_id)
+
+    def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        code, remark = _STATUS_TO_CODE[result.status]
+        ext = {"MSG_REGION": self.broker.broker_config.regionId,
+               "TRACE_ON": "true" if self.broker.broker_config.traceOn else "false"}
+        append = result.append_result
+        if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                    ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
+            self.broker.stats.record_put(append.msg_num, append.wrote_bytes)
+            ext.update(SendMessageResponseHeader(msgId=append.msg_id, queueId=queue_id,
+                                                 queueOffset=append.logics_offset).to_ext_fields())
+        elif result.remark:
+            remark = f"{remark or result.status.value} ({result.remark})"
+        return request.response(code, remark, header=ext)
+
+

@@ -1,0 +1,99 @@
+"""``mqbroker``: start a Broker (Java's BrokerStartup).
+
+Configuration: RocketMQ-style properties (``-c broker.conf``) holding broker, network and store
+keys side by side, then ``-o key=value`` overrides and the named flags; ``-n`` sets the NameServer
+list (also read from ``NAMESRV_ADDR``); ``-p`` prints the effective configuration and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+import typer
+
+from broker.config import BrokerConfig
+from broker.controller import BrokerController
+from remoting.loop import run
+from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from remoting.server_config import NettyServerConfig
+from store.config import MessageStoreConfig
+
+log = logging.getLogger("rocketmq.broker")
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+
+def build_config(config_file: str | None, options: list[str], namesrv_addr: str | None, listen_port: int | None,
+                 store_root: str | None) -> tuple[BrokerConfig, NettyServerConfig, MessageStoreConfig]:
+    props: dict[str, str] = {"listenPort": "10911"}
+    if config_file:
+        props |= read_properties_file(config_file)
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {option!r} is not key=value")
+        props[key.strip()] = value.strip()
+    if namesrv_addr is not None:
+        props["namesrvAddr"] = namesrv_addr
+    if listen_port is not None:
+        props["listenPort"] = str(listen_port)
+    if store_root is not None:
+        props["storePathRootDir"] = store_root
+    built, unknown = apply_properties([BrokerConfig, NettyServerConfig, MessageStoreConfig], props)
+    if unknown:
+        log.warning("ignoring unknown config keys: %s", ", ".join(sorted(unknown)))
+    return built[0], built[1], built[2]  # type: ignore[return-value]
+
+
+async def serve(controller: BrokerController) -> None:
+    await controller.start()
+    cfg = controller.broker_config
+    message = (f"The broker[{cfg.brokerName}, {controller.broker_addr}] boot success. serializeType=JSON and name "
+               f"server is {cfg.namesrvAddr}")
+    log.info(message)
+    print(message, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("The broker shutting down")
+    await controller.shutdown()
+
+
+@app.command()
+def main(
+    config_file: str | None = typer.Option(None, "-c", "--configFile", help="Broker config properties file"),
+    print_config: bool = typer.Option(False, "-p", "--printConfigItem", help="Print all config items and exit"),
+    namesrv_addr: str | None = typer.Option(None, "-n", "--namesrvAddr", envvar="NAMESRV_ADDR",
+                                            help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'"),
+    option: list[str] = typer.Option([], "-o", "--option", help="Override one config key: -o key=value"),  # noqa: B008
+    listen_port: int | None = typer.Option(None, "-l", "--listen-port", help="Port to listen on (0: any free)"),
+    store_root: str | None = typer.Option(None, "--store", help="storePathRootDir"),
+    log_level: str = typer.Option("INFO", "--log-level", help="Logging level"),
+) -> None:
+    logging.basicConfig(level=log_level.upper(), stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    try:
+        broker_config, server_config, store_config = build_config(config_file, option, namesrv_addr, listen_port,
+                                                                  store_root)
+    except ConfigError as exc:
+        typer.echo(f"mqbroker: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if print_config:
+        typer.echo(format_properties(broker_config, server_config, store_config), nl=False)
+        raise typer.Exit(0)
+    try:
+        run(serve(BrokerController(broker_config, server_config, store_config)))
+    except (OSError, RuntimeError, ValueError) as exc:
+        typer.echo(f"mqbroker: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    app()

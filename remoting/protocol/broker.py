@@ -1,0 +1,273 @@
+"""Broker request/response headers and bodies (headers.md §1-3, §6, §8)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from remoting.header import CommandHeader
+from remoting.protocol.heartbeat import SubscriptionData
+from remoting.protocol.json_body import JsonBody
+
+
+@dataclass
+class SendMessageRequestHeader(CommandHeader):
+    producerGroup: str
+    topic: str
+    defaultTopic: str
+    defaultTopicQueueNums: int
+    queueId: int
+    sysFlag: int
+    bornTimestamp: int
+    flag: int
+    properties: str | None = None
+    reconsumeTimes: int | None = None
+    unitMode: bool | None = None
+    batch: bool | None = None
+    maxReconsumeTimes: int | None = None
+    bname: str | None = None
+
+
+@dataclass
+class SendMessageRequestHeaderV2(CommandHeader):
+    """V2 names the same fields with single letters to make every send's header smaller."""
+
+    a: str  # producerGroup
+    b: str  # topic
+    c: str  # defaultTopic
+    d: int  # defaultTopicQueueNums
+    e: int  # queueId
+    f: int  # sysFlag
+    g: int  # bornTimestamp
+    h: int  # flag
+    i: str | None = None  # properties
+    j: int | None = None  # reconsumeTimes
+    k: bool | None = None  # unitMode
+    l: int | None = None  # maxReconsumeTimes  # noqa: E741
+    m: bool | None = None  # batch
+    n: str | None = None  # brokerName
+
+    def to_v1(self) -> SendMessageRequestHeader:
+        return SendMessageRequestHeader(
+            producerGroup=self.a, topic=self.b, defaultTopic=self.c, defaultTopicQueueNums=self.d, queueId=self.e,
+            sysFlag=self.f, bornTimestamp=self.g, flag=self.h, properties=self.i, reconsumeTimes=self.j,
+            unitMode=self.k, batch=self.m, maxReconsumeTimes=self.l, bname=self.n)
+
+    @classmethod
+    def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
+        return cls(v1.producerGroup, v1.topic, v1.defaultTopic, v1.defaultTopicQueueNums, v1.queueId, v1.sysFlag,
+                   v1.bornTimestamp, v1.flag, v1.properties, v1.reconsumeTimes, v1.unitMode, v1.maxReconsumeTimes,
+                   v1.batch, v1.bname)
+
+
+@dataclass
+class SendMessageResponseHeader(CommandHeader):
+    msgId: str
+    queueId: int
+    queueOffset: int
+    transactionId: str | None = None
+
+
+@dataclass
+class PullMessageRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    queueOffset: int
+    maxMsgNums: int
+    sysFlag: int
+    commitOffset: int
+    suspendTimeoutMillis: int
+    subVersion: int
+    subscription: str | None = None
+    expressionType: str | None = None
+    bname: str | None = None
+
+
+@dataclass
+class PullMessageResponseHeader(CommandHeader):
+    suggestWhichBrokerId: int
+    nextBeginOffset: int
+    minOffset: int
+    maxOffset: int
+
+
+# PullSysFlag bits (headers.md §2)
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+FLAG_LITE_PULL = 0x10
+
+
+@dataclass
+class QueryConsumerOffsetRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+
+
+@dataclass
+class OffsetResponseHeader(CommandHeader):
+    """QUERY_CONSUMER_OFFSET, GET_MAX/MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP answers."""
+
+    offset: int
+
+
+@dataclass
+class UpdateConsumerOffsetRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    commitOffset: int
+
+
+@dataclass
+class TopicQueueRequestHeader(CommandHeader):
+    """GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME."""
+
+    topic: str
+    queueId: int
+
+
+@dataclass
+class SearchOffsetRequestHeader(CommandHeader):
+    topic: str
+    queueId: int
+    timestamp: int
+
+
+@dataclass
+class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
+    timestamp: int
+
+
+@dataclass
+class QueryMessageRequestHeader(CommandHeader):
+    topic: str
+    key: str
+    maxNum: int
+    beginTimestamp: int
+    endTimestamp: int
+
+
+@dataclass
+class QueryMessageResponseHeader(CommandHeader):
+    indexLastUpdateTimestamp: int
+    indexLastUpdatePhyoffset: int
+
+
+@dataclass
+class ViewMessageRequestHeader(CommandHeader):
+    offset: int
+
+
+@dataclass
+class CreateTopicRequestHeader(CommandHeader):
+    topic: str
+    defaultTopic: str
+    readQueueNums: int
+    writeQueueNums: int
+    perm: int
+    topicFilterType: str
+    topicSysFlag: int | None = None
+    order: bool | None = None
+
+
+@dataclass
+class DeleteTopicRequestHeader(CommandHeader):
+    topic: str
+
+
+@dataclass
+class GetTopicStatsInfoRequestHeader(CommandHeader):
+    topic: str
+
+
+@dataclass
+class GetConsumeStatsRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str | None = None
+
+
+@dataclass
+class ConsumerGroupRequestHeader(CommandHeader):
+    """GET_CONSUMER_CONNECTION_LIST."""
+
+    consumerGroup: str
+
+
+@dataclass
+class ProducerGroupRequestHeader(CommandHeader):
+    """GET_PRODUCER_CONNECTION_LIST."""
+
+    producerGroup: str
+
+
+@dataclass
+class DeleteSubscriptionGroupRequestHeader(CommandHeader):
+    groupName: str
+    removeOffset: bool | None = None
+
+
+@dataclass
+class ResetOffsetRequestHeader(CommandHeader):
+    topic: str
+    group: str
+    timestamp: int
+    isForce: bool
+
+
+# -- bodies --------------------------------------------------------------------------------
+
+def encode_mq_keyed(field: str, table: dict[tuple[str, str, int], Any]) -> bytes:
+    """fastjson's form of a map keyed by MessageQueue: each key is a JSON object, which is not
+    valid JSON, but it is what Java writes and reads (headers.md, JSON quirk)."""
+    parts = []
+    for (topic, broker, qid), value in table.items():
+        key = json.dumps({"brokerName": broker, "queueId": qid, "topic": topic}, separators=(",", ":"))
+        parts.append(f"{key}:{json.dumps(value, separators=(',', ':'))}")
+    return ("{" + f'"{field}":{{' + ",".join(parts) + "}}").encode()
+
+
+def decode_mq_keyed(data: bytes, field: str) -> dict[tuple[str, str, int], Any]:
+    """Read a MessageQueue-keyed map written by fastjson (or by ``encode_mq_keyed``)."""
+    text = data.decode()
+    decoder = json.JSONDecoder()
+    start = text.index(f'"{field}"')
+    pos = text.index("{", start + len(field) + 2) + 1
+    out: dict[tuple[str, str, int], Any] = {}
+    while True:
+        while text[pos] in " ,\n\t\r":
+            pos += 1
+        if text[pos] == "}":
+            return out
+        key, pos = decoder.raw_decode(text, pos)
+        while text[pos] in " :":
+            pos += 1
+        value, pos = decoder.raw_decode(text, pos)
+        out[(key["topic"], key["brokerName"], int(key["queueId"]))] = value
+
+
+class ConnectionBody(JsonBody):
+    clientAddr: str
+    clientId: str
+    language: str
+    version: int
+
+
+class ConsumerConnection(JsonBody):
+    connectionSet: list[ConnectionBody] = Field(default_factory=list)
+    consumeFromWhere: str | None = None
+    consumeType: str | None = None
+    messageModel: str | None = None
+    subscriptionTable: dict[str, SubscriptionData] = Field(default_factory=dict)
+
+
+class ProducerConnection(JsonBody):
+    connectionSet: list[ConnectionBody] = Field(default_factory=list)
+
+

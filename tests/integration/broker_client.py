@@ -1,0 +1,57 @@
+"""Raw remoting calls a RocketMQ client makes to a broker, for tests that drive one over the wire."""
+
+from __future__ import annotations
+
+import time
+
+from remoting import RemotingClient, RemotingCommand, RequestCode
+from remoting.protocol.broker import (
+    FLAG_COMMIT_OFFSET,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from remoting.protocol.message import BatchEntry, MessageConst, encode_batch, properties_to_string
+
+
+def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
+                 v2: bool = True, uniq: str | None = None, group: str = "test_producer") -> RemotingCommand:
+    props = {MessageConst.WAIT_STORE_MSG_OK: "true"}
+    if tags:
+        props[MessageConst.TAGS] = tags
+    if keys:
+        props[MessageConst.KEYS] = keys
+    if uniq:
+        props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+    v1 = SendMessageRequestHeader(producerGroup=group, topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4,
+                                  queueId=queue_id, sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0,
+                                  properties=properties_to_string(props), reconsumeTimes=0)
+    if v2:
+        return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(v1), body)
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE, v1, body)
+
+
+def batch_request(topic: str, bodies: list[bytes], queue_id: int = 0) -> RemotingCommand:
+    v1 = SendMessageRequestHeader(producerGroup="test_producer", topic=topic, defaultTopic="TBW102",
+                                  defaultTopicQueueNums=4, queueId=queue_id, sysFlag=0,
+                                  bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true",
+                                  batch=True)
+    body = encode_batch([BatchEntry(0, b, f"KEYS\x01batch-{i}") for i, b in enumerate(bodies)])
+    return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, SendMessageRequestHeaderV2.from_v1(v1), body)
+
+
+def pull_request(group: str, topic: str, queue_id: int, offset: int, *, subscription: str = "*",
+                 suspend_ms: int = 0, commit_offset: int | None = None, max_nums: int = 32) -> RemotingCommand:
+    flag = FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0) | (FLAG_COMMIT_OFFSET if commit_offset else 0)
+    header = PullMessageRequestHeader(consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset,
+                                      maxMsgNums=max_nums, sysFlag=flag, commitOffset=commit_offset or 0,
+                                      suspendTimeoutMillis=suspend_ms, subVersion=0, subscription=subscription,
+                                      expressionType="TAG")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+
+
+async def call(client: RemotingClient, addr: str, code: int, header: dict[str, str] | None = None,
+               body: bytes | None = None, timeout: float = 5.0) -> RemotingCommand:
+    return await client.invoke(addr, RemotingCommand.request(code, header, body), timeout)

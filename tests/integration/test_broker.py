@@ -1,0 +1,250 @@
+"""A real mqbroker (with a real mqnamesrv) driven over the wire, as RocketMQ clients drive it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from remoting.protocol.message import decode_offset_msg_id, decode_records
+from tests.integration.broker_client import batch_request, call, pull_request, send_request
+from tests.integration.daemons import Daemon, start_broker, start_namesrv
+
+
+@pytest.fixture
+def cluster(tmp_path: str) -> Iterator[tuple[Daemon, Daemon]]:
+    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
+    broker = start_broker(os.path.join(str(tmp_path), "broker"), ns.addr, "channelExpiredTimeout=120000")
+    yield ns, broker
+    broker.stop()
+    ns.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    yield c
+    await c.close()
+
+
+async def route_of(client: RemotingClient, ns: str, topic: str) -> RemotingCommand:
+    return await call(client, ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+
+async def test_send_v1_v2_batch_and_pull_in_order(cluster: tuple[Daemon, Daemon], client: RemotingClient) -> None:
+    _, broker = cluster
+    sent = []
+    for i in range(6):
+        r = await client.invoke(broker.addr, send_request("Orders", f"m{i}".encode(), tags="TagA" if i % 2 else "TagB",
+                                                          queue_id=0, v2=i % 2 == 0, keys=f"key{i}"), 5)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        assert r.ext_fields["queueId"] == "0" and r.ext_fields["queueOffset"] == str(i)
+        assert r.ext_fields["MSG_REGION"] == "DefaultRegion" and r.ext_fields["TRACE_ON"] == "true"
+        host, _ = decode_offset_msg_id(r.ext_fields["msgId"])
+        assert host == ("127.0.0.1", broker.port), "the offset id carries the advertised address"
+        sent.append(f"m{i}".encode())
+    batch = await client.invoke(broker.addr, batch_request("Orders", [b"b0", b"b1", b"b2"]), 5)
+    assert batch.code == ResponseCode.SUCCESS and len(batch.ext_fields["msgId"].split(",")) == 3
+    assert batch.ext_fields["queueOffset"] == "6"
+    pulled = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 0), 5)
+    assert pulled.code == ResponseCode.SUCCESS
+    msgs = list(decode_records(pulled.body))
+    assert [m.body for m in msgs] == [*sent, b"b0", b"b1", b"b2"]
+    assert [m.queue_offset for m in msgs] == list(range(9))
+    assert pulled.ext_fields["nextBeginOffset"] == "9" and pulled.ext_fields["maxOffset"] == "9"
+    assert msgs[0].properties["CLUSTER"] == "DefaultCluster" and "WAIT" not in msgs[0].properties
+    only_a = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 0, subscription="TagA"), 5)
+    assert [m.body for m in decode_records(only_a.body)] == [b"m1", b"m3", b"m5"]
+    caught_up = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 9), 5)
+    assert caught_up.code == ResponseCode.PULL_NOT_FOUND
+    moved = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 50), 5)
+    # Java's rule for an offset past the end: back to the min offset while it is 0, else the max.
+    assert moved.code == ResponseCode.PULL_OFFSET_MOVED and moved.ext_fields["nextBeginOffset"] == "0"
+
+
+async def test_auto_created_topic_is_routable_at_once(cluster: tuple[Daemon, Daemon], client: RemotingClient) -> None:
+    ns, broker = cluster
+    assert (await route_of(client, ns.addr, "Fresh")).code == ResponseCode.TOPIC_NOT_EXIST
+    tbw = await route_of(client, ns.addr, "TBW102")
+    assert tbw.code == ResponseCode.SUCCESS, "the auto-create template must be routable"
+    r = await client.invoke(broker.addr, send_request("Fresh", b"x"), 5)
+    assert r.code == ResponseCode.SUCCESS
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        route = await route_of(client, ns.addr, "Fresh")
+        if route.code == ResponseCode.SUCCESS:
+            break
+        await asyncio.sleep(0.05)
+    assert route.code == ResponseCode.SUCCESS, "registration after a topic change must not wait 30 s"
+    qd = json.loads(route.body)["queueDatas"][0]
+    assert (qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]) == (4, 4, 6)
+
+
+async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, Daemon],
+                                                        client: RemotingClient) -> None:
+    _, broker = cluster
+    await client.invoke(broker.addr, send_request("Poll", b"first", queue_id=1), 5)
+    producer = RemotingClient()
+    try:
+        held = asyncio.ensure_future(client.invoke(broker.addr, pull_request("cg", "Poll", 1, 1, suspend_ms=10000), 15))
+        await asyncio.sleep(0.3)  # let the pull reach the broker and be parked (what is measured comes after)
+        assert not held.done(), "a pull that found nothing must be held"
+        sent_at = time.monotonic()
+        await producer.invoke(broker.addr, send_request("Poll", b"second", queue_id=1), 5)
+        response = await asyncio.wait_for(held, 5)
+        latency = time.monotonic() - sent_at
+        assert response.code == ResponseCode.SUCCESS
+        assert [m.body for m in decode_records(response.body)] == [b"second"]
+        assert latency < 0.1, f"held pull answered {latency * 1000:.0f} ms after the send"
+        # A short suspend with nothing arriving ends in PULL_NOT_FOUND at its deadline.
+        start = time.monotonic()
+        empty = await client.invoke(broker.addr, pull_request("cg", "Poll", 1, 2, suspend_ms=300), 5)
+        assert empty.code == ResponseCode.PULL_NOT_FOUND and 0.25 < time.monotonic() - start < 2
+    finally:
+        await producer.close()
+
+
+async def test_offsets_committed_queried_and_persisted(tmp_path: str, client: RemotingClient) -> None:
+    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
+    home = os.path.join(str(tmp_path), "broker")
+    broker = start_broker(home, ns.addr, "flushConsumerOffsetInterval=200")
+    try:
+        for i in range(5):
+            await client.invoke(broker.addr, send_request("Off", f"o{i}".encode(), queue_id=0), 5)
+        q = {"consumerGroup": "cg", "topic": "Off", "queueId": "0"}
+        first = await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)
+        assert first.code == ResponseCode.SUCCESS and first.ext_fields["offset"] == "0", "young queue: from 0"
+        await call(client, broker.addr, RequestCode.UPDATE_CONSUMER_OFFSET, {**q, "commitOffset": "3"})
+        await client.invoke(broker.addr, pull_request("cg", "Off", 0, 3, commit_offset=4), 5)
+        assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
+        assert (await call(client, broker.addr, RequestCode.GET_MAX_OFFSET,
+                           {"topic": "Off", "queueId": "0"})).ext_fields["offset"] == "5"
+        assert broker.stop() == 0
+        broker = start_broker(home, ns.addr)
+        assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
+        pulled = await client.invoke(broker.addr, pull_request("cg", "Off", 0, 0), 5)
+        assert [m.body for m in decode_records(pulled.body)] == [f"o{i}".encode() for i in range(5)]
+        topics = await call(client, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        assert "Off" in json.loads(topics.body)["topicConfigTable"], "topics survive a restart"
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+async def test_sigkill_loses_no_acknowledged_message(tmp_path: str, client: RemotingClient) -> None:
+    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
+    home = os.path.join(str(tmp_path), "broker")
+    broker = start_broker(home, ns.addr)
+    try:
+        acked = []
+        for i in range(200):
+            r = await client.invoke(broker.addr, send_request("Kill", f"k{i}".encode(), queue_id=i % 2), 5)
+            assert r.code == ResponseCode.SUCCESS
+            acked.append((i % 2, int(r.ext_fields["queueOffset"]), f"k{i}".encode()))
+        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                   b'{"groupName":"kept_group","retryMaxTimes":3}')
+        broker.kill()
+        broker = start_broker(home, ns.addr)
+        for qid in (0, 1):
+            pulled = await client.invoke(broker.addr, pull_request("cg", "Kill", qid, 0, max_nums=200), 5)
+            got = [m.body for m in decode_records(pulled.body)]
+            assert got == [b for q, _, b in acked if q == qid][: len(got)]
+            total = int(pulled.ext_fields["maxOffset"])
+            assert total == sum(1 for q, _, _ in acked if q == qid)
+        groups = await call(client, broker.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        assert json.loads(groups.body)["subscriptionGroupTable"]["kept_group"]["retryMaxTimes"] == 3
+    finally:
+        broker.stop()
+        ns.stop()
+
+
+async def test_consumer_membership_change_is_notified(cluster: tuple[Daemon, Daemon]) -> None:
+    from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+
+    _, broker = cluster
+    notified: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_notify(conn, req):  # type: ignore[no-untyped-def]
+        await notified.put(req.ext_fields["consumerGroup"])
+
+    stay, leave = RemotingClient(), RemotingClient()
+    stay.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+    try:
+        for c, cid in ((stay, "10.0.0.1@stay"), (leave, "10.0.0.2@leave")):
+            hb = HeartbeatData(clientID=cid, consumerDataSet=[ConsumerData(
+                groupName="cg_members", subscriptionDataSet=[SubscriptionData(topic="Members")])])
+            assert (await c.invoke(broker.addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, hb.encode()),
+                                   5)).code == ResponseCode.SUCCESS
+        ids = await call(stay, broker.addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_members"})
+        assert sorted(json.loads(ids.body)["consumerIdList"]) == ["10.0.0.1@stay", "10.0.0.2@leave"]
+        while not notified.empty():
+            notified.get_nowait()
+        await leave.close()
+        assert await asyncio.wait_for(notified.get(), 5) == "cg_members"
+        ids = await call(stay, broker.addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "cg_members"})
+        assert json.loads(ids.body)["consumerIdList"] == ["10.0.0.1@stay"]
+        retry = await call(stay, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        assert "%RETRY%cg_members" in json.loads(retry.body)["topicConfigTable"], "heartbeat creates the retry topic"
+    finally:
+        await stay.close()
+
+
+async def test_queue_locks(cluster: tuple[Daemon, Daemon], client: RemotingClient) -> None:
+    _, broker = cluster
+
+    def body(cid: str) -> bytes:
+        return json.dumps({"clientId": cid, "consumerGroup": "og",
+                           "mqSet": [{"brokerName": "broker-a", "queueId": 0, "topic": "O"}]}).encode()
+
+    a = await call(client, broker.addr, RequestCode.LOCK_BATCH_MQ, None, body("A"))
+    assert len(json.loads(a.body)["lockOKMQSet"]) == 1
+    b = await call(client, broker.addr, RequestCode.LOCK_BATCH_MQ, None, body("B"))
+    assert json.loads(b.body)["lockOKMQSet"] == [], "B cannot take A's queue"
+    await call(client, broker.addr, RequestCode.UNLOCK_BATCH_MQ, None, body("A"))
+    b = await call(client, broker.addr, RequestCode.LOCK_BATCH_MQ, None, body("B"))
+    assert len(json.loads(b.body)["lockOKMQSet"]) == 1
+
+
+async def test_bad_input_gets_clear_errors_and_changes_nothing(tmp_path: str, client: RemotingClient) -> None:
+    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
+    broker = start_broker(os.path.join(str(tmp_path), "broker"), ns.addr, "autoCreateTopicEnable=false",
+                          "maxMessageSize=1024", "autoCreateSubscriptionGroup=false")
+    try:
+        no_topic = await client.invoke(broker.addr, send_request("NoSuchTopic", b"x"), 5)
+        assert no_topic.code == ResponseCode.TOPIC_NOT_EXIST and "not exist" in no_topic.remark
+        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+                   {"topic": "Small", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+                    "perm": "6", "topicFilterType": "SINGLE_TAG"})
+        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+                   {"topic": "ReadOnly", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
+                    "perm": "4", "topicFilterType": "SINGLE_TAG"})
+        big = await client.invoke(broker.addr, send_request("Small", b"x" * 2048), 5)
+        assert big.code == ResponseCode.MESSAGE_ILLEGAL
+        bad_queue = await client.invoke(broker.addr, send_request("Small", b"x", queue_id=7), 5)
+        assert bad_queue.code == ResponseCode.SYSTEM_ERROR and "queueId[7] is illegal" in bad_queue.remark
+        read_only = await client.invoke(broker.addr, send_request("ReadOnly", b"x"), 5)
+        assert read_only.code == ResponseCode.NO_PERMISSION
+        bad_name = await client.invoke(broker.addr, send_request("bad topic!", b"x"), 5)
+        assert bad_name.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in bad_name.remark
+        system = await client.invoke(broker.addr, send_request("SCHEDULE_TOPIC_XXXX", b"x"), 5)
+        assert system.code == ResponseCode.NO_PERMISSION
+        unknown_group = await client.invoke(broker.addr, pull_request("nobody", "Small", 0, 0), 5)
+        assert unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        no_header = await call(client, broker.addr, RequestCode.SEND_MESSAGE_V2, {"a": "pg"}, b"x")
+        assert no_header.code == ResponseCode.SYSTEM_ERROR and "is null" in no_header.remark
+        unknown = await call(client, broker.addr, 4242)
+        assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        for qid in (0, 1):
+            r = await call(client, broker.addr, RequestCode.GET_MAX_OFFSET, {"topic": "Small", "queueId": str(qid)})
+            assert r.ext_fields["offset"] == "0", "nothing was stored"
+        assert broker.alive()
+        ok = await client.invoke(broker.addr, send_request("Small", b"fine"), 5)
+        assert ok.code == ResponseCode.SUCCESS
+    finally:
+        broker.stop()
+        ns.stop()
