@@ -1,9 +1,9 @@
-"""``mqstandalone``: the README's run command -- RocketMQ in one process on an embedded data dir.
+"""``mqstandalone``: the README's run command -- a NameServer and a Broker in one process.
 
-Starts a NameServer in this process (the Broker joins it once it lands), then proves the
-wire path with a real client: it registers a demo broker entry over the wire and reads its route
-back. It keeps serving on the printed address until interrupted, so official clients and tools
-can be pointed at it.
+Both run on one event loop with an embedded data dir (``~/.rocketmq-py/standalone`` unless told
+otherwise). After boot it proves the whole path with a real client over loopback: it sends a few
+messages to ``DemoTopic`` through the broker, reads them back with a pull, and prints them; then
+it keeps serving until interrupted, so official clients and tools can be pointed at it.
 """
 
 from __future__ import annotations
@@ -12,74 +12,101 @@ import asyncio
 import logging
 import os
 import signal
+import time
 
 import typer
 
+from broker.config import BrokerConfig
+from broker.controller import BrokerController
 from namesrv.config import NamesrvConfig
 from namesrv.controller import NamesrvController
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.loop import run
-from remoting.protocol.json_body import loads
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from remoting.protocol.route import RegisterBrokerBody
-from remoting.protocol.topic import TopicConfig, TopicConfigSerializeWrapper
+from remoting.protocol.broker import (
+    FLAG_SUBSCRIPTION,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from remoting.protocol.message import decode_records, properties_to_string
 from remoting.server_config import NettyServerConfig
+from store.config import MessageStoreConfig
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".rocketmq-py", "standalone")
+DEMO_TOPIC = "DemoTopic"
 
 
-async def _demo(addr: str) -> None:
+async def _demo(namesrv_addr: str, broker_addr: str) -> None:
     client = RemotingClient()
     try:
-        demo = {"brokerName": "demo-broker", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
-                "brokerId": 0}
-        body = RegisterBrokerBody(topicConfigSerializeWrapper=TopicConfigSerializeWrapper(
-            topicConfigTable={"DemoTopic": TopicConfig(topicName="DemoTopic", readQueueNums=4, writeQueueNums=4)}))
-        header = RegisterBrokerRequestHeader(haServerAddr="127.0.0.1:10912", **demo)  # type: ignore[arg-type]
-        reg = await client.invoke(addr, RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body.encode()), 3)
-        print(f"demo: REGISTER_BROKER demo-broker -> code {reg.code}")
-        route = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                                                                  {"topic": "DemoTopic"}), 3)
-        assert route.code == ResponseCode.SUCCESS and route.body
-        print(f"demo: GET_ROUTEINFO_BY_TOPIC DemoTopic -> {loads(route.body)}")
-        await client.invoke(addr, RemotingCommand.request(
-            RequestCode.UNREGISTER_BROKER, UnRegisterBrokerRequestHeader(**demo)), 3)  # type: ignore[arg-type]
-        print("demo: demo-broker unregistered again")
+        offsets = []
+        for i in range(3):
+            header = SendMessageRequestHeader(
+                producerGroup="demo_producer", topic=DEMO_TOPIC, defaultTopic="TBW102", defaultTopicQueueNums=4,
+                queueId=0, sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0,
+                properties=properties_to_string({"TAGS": "demo", "KEYS": f"demo-{i}"}))
+            sent = await client.invoke(broker_addr, RemotingCommand.request(
+                RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header),
+                f"hello rocketmq-py #{i}".encode()), 5)
+            if sent.code != ResponseCode.SUCCESS:
+                raise RuntimeError(f"demo send failed: {sent.code} {sent.remark}")
+            offsets.append(int((sent.ext_fields or {})["queueOffset"]))
+        print(f"demo: sent 3 messages to {DEMO_TOPIC} queue 0 at offsets {offsets}")
+        pull = PullMessageRequestHeader(consumerGroup="demo_consumer", topic=DEMO_TOPIC, queueId=0,
+                                        queueOffset=offsets[0], maxMsgNums=3, sysFlag=FLAG_SUBSCRIPTION,
+                                        commitOffset=0, suspendTimeoutMillis=0, subVersion=0, subscription="*")
+        got = await client.invoke(broker_addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull), 5)
+        for msg in decode_records(got.body or b""):
+            print(f"demo: pulled offset {msg.queue_offset}: {msg.body.decode()!r} keys={msg.keys}")
+        route = await client.invoke(namesrv_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                                          {"topic": DEMO_TOPIC}), 5)
+        print(f"demo: route of {DEMO_TOPIC} from the NameServer -> code {route.code}")
     finally:
         await client.close()
 
 
-async def _serve(host: str, port: int, home: str, demo_only: bool) -> None:
+async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: bool) -> None:
     namesrv = NamesrvController(
         NamesrvConfig(rocketmqHome=home, kvConfigPath=os.path.join(home, "namesrv", "kvConfig.json"),
                       configStorePath=os.path.join(home, "namesrv", "namesrv.properties")),
         NettyServerConfig(listenPort=port, bindAddress=host))
     await namesrv.start()
     print(f"The Name Server boot success. serializeType=JSON, address {namesrv.address}", flush=True)
+    broker = BrokerController(
+        BrokerConfig(rocketmqHome=home, namesrvAddr=namesrv.address, brokerIP1=host if host != "0.0.0.0" else
+                     "127.0.0.1", brokerName="broker-a"),
+        NettyServerConfig(listenPort=broker_port, bindAddress=host),
+        MessageStoreConfig(storePathRootDir=os.path.join(home, "store")))
+    await broker.start()
+    print(f"The broker[broker-a, {broker.broker_addr}] boot success. serializeType=JSON and name server is "
+          f"{namesrv.address}", flush=True)
     print(f"data dir: {home}")
-    await _demo(namesrv.address)
-    if not demo_only:
-        print(f"Point clients at NAMESRV_ADDR={namesrv.address}. The Broker is not built yet; Ctrl-C to stop.",
-              flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-    await namesrv.shutdown()
+    try:
+        await _demo(namesrv.address, broker.broker_addr)
+        if not demo_only:
+            print(f"Ready: point clients at NAMESRV_ADDR={namesrv.address}. Ctrl-C to stop.", flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+    finally:
+        await broker.shutdown()
+        await namesrv.shutdown()
 
 
 @app.command()
 def main(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
     port: int = typer.Option(9876, help="NameServer port (0 = any free port)"),
+    broker_port: int = typer.Option(10911, help="Broker port (0 = any free port)"),
     home: str = typer.Option(DEFAULT_HOME, "--home", help="embedded data dir"),
     demo_only: bool = typer.Option(False, "--demo-only", help="run the demo and exit"),
 ) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
-    run(_serve(host, port, home, demo_only))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    run(_serve(host, port, broker_port, home, demo_only))
 
 
 if __name__ == "__main__":

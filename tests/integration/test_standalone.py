@@ -1,4 +1,4 @@
-"""The README's run command: mqstandalone boots, serves and passes its own demo."""
+"""The README's run command: mqstandalone boots a NameServer and a Broker and passes its demo."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from tests.integration.daemons import ROOT
 
 
 def test_standalone_demo_runs_end_to_end(tmp_path: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "mqstandalone", "--demo-only", "--port", "0", "--home", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "mqstandalone", "--demo-only", "--port", "0", "--broker-port", "0",
+                          "--home", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 0, out.stderr
-    assert "The Name Server boot success" in out.stdout
-    assert "REGISTER_BROKER demo-broker -> code 0" in out.stdout
-    assert "'brokerName': 'demo-broker'" in out.stdout
+    assert "The Name Server boot success" in out.stdout and "boot success. serializeType=JSON and name" in out.stdout
+    assert "demo: sent 3 messages" in out.stdout
+    for i in range(3):
+        assert f"'hello rocketmq-py #{i}'" in out.stdout
+    assert "route of DemoTopic from the NameServer -> code 0" in out.stdout
+    assert os.path.isdir(os.path.join(str(tmp_path), "store", "commitlog"))
