@@ -1,0 +1,187 @@
+"""Broker send and pull throughput over the remoting layer, beside the streams echo, in one run.
+
+A real ``mqbroker`` subprocess (ASYNC_FLUSH) and one client process: 1 KiB SEND_MESSAGE_V2 sends
+at 1 and 64 in flight, SEND_BATCH_MESSAGE with 32 per batch, and pulls draining a 200,000-message
+backlog spread over 8 queues, 32 messages per pull, one pull in flight per queue (as a push
+consumer does). The streams echo of ``bench/echo.py`` is measured in the same run.
+
+    .venv/bin/python bench/broker_send.py [--seconds 3] [--rounds 3] [--backlog 200000]
+
+Last line: one JSON object with send_1, send_64, send_batch_msgs, pull_msgs, echo_rps_64,
+ratio_send_64, ratio_batch, ratio_pull (each figure / echo_rps_64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from echo import echo_server, measure_streams_echo
+
+from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from remoting.loop import run
+from remoting.protocol.broker import (
+    FLAG_SUBSCRIPTION,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from remoting.protocol.message import BatchEntry, encode_batch
+
+BODY = os.urandom(1024)
+QUEUES = 8
+
+
+def start_broker(home: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "broker.startup", "--listen-port", "0", "--store", home,
+                             "-o", "brokerIP1=127.0.0.1", "-o", "bindAddress=127.0.0.1", "-o", "brokerName=bench",
+                             "-o", "mappedFileSizeCommitLog=1073741824", "--log-level", "WARNING"],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "NAMESRV_ADDR": ""})
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # the boot line, or "" if it died
+    if "boot success" not in line:
+        proc.kill()
+        raise RuntimeError(f"mqbroker did not start: {line!r}")
+    return proc, line.split("[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
+
+
+def send_header(topic: str, queue_id: int, batch: bool = False) -> SendMessageRequestHeaderV2:
+    return SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
+        producerGroup="bench_pg", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=QUEUES, queueId=queue_id,
+        sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true\x02TAGS\x01bench",
+        batch=batch or None))
+
+
+async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
+    r = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES),
+        "perm": "6", "topicFilterType": "SINGLE_TAG"}), 10)
+    if r.code != ResponseCode.SUCCESS:
+        raise RuntimeError(r.remark)
+
+
+async def measure_send(addr: str, topic: str, in_flight: int, seconds: float) -> float:
+    client = RemotingClient()
+    await create_topic(client, addr, topic)
+    done = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker(w: int) -> None:
+        nonlocal done
+        while time.perf_counter() < deadline:
+            r = await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
+                                                                  send_header(topic, (done + w) % QUEUES), BODY), 10)
+            if r.code != ResponseCode.SUCCESS:
+                raise RuntimeError(f"send failed: {r.code} {r.remark}")
+            done += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(in_flight)))
+    rate = done / (time.perf_counter() - t0)
+    await client.close()
+    return rate
+
+
+BATCH_BODY = encode_batch([BatchEntry(0, BODY, "TAGS\x01bench") for _ in range(32)])
+
+
+async def send_batches(client: RemotingClient, addr: str, topic: str, count: int | None, seconds: float | None
+                       ) -> tuple[int, float]:
+    sent = 0
+    t0 = time.perf_counter()
+    deadline = t0 + (seconds if seconds is not None else 3600)
+    while time.perf_counter() < deadline and (count is None or sent < count):
+        r = await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE,
+                                                              send_header(topic, (sent // 32) % QUEUES, True),
+                                                              BATCH_BODY), 10)
+        if r.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"batch failed: {r.code} {r.remark}")
+        sent += 32
+    return sent, time.perf_counter() - t0
+
+
+async def measure_batch(addr: str, topic: str, seconds: float) -> float:
+    client = RemotingClient()
+    await create_topic(client, addr, topic)
+    sent, elapsed = await send_batches(client, addr, topic, None, seconds)
+    await client.close()
+    return sent / elapsed
+
+
+async def measure_pull(addr: str, topic: str, backlog: int) -> float:
+    client = RemotingClient()
+    await create_topic(client, addr, topic)
+    await asyncio.gather(*(send_batches(client, addr, topic, backlog // 4, None) for _ in range(4)))
+    received = 0
+
+    async def drain(qid: int) -> None:
+        nonlocal received
+        offset = 0
+        while True:
+            header = PullMessageRequestHeader(consumerGroup="bench_cg", topic=topic, queueId=qid, queueOffset=offset,
+                                              maxMsgNums=32, sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
+                                              suspendTimeoutMillis=0, subVersion=0, subscription="*")
+            r = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), 10)
+            if r.code != ResponseCode.SUCCESS:
+                return
+            next_offset = int((r.ext_fields or {})["nextBeginOffset"])
+            received += next_offset - offset
+            offset = next_offset
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(drain(q) for q in range(QUEUES)))
+    rate = received / (time.perf_counter() - t0)
+    await client.close()
+    if received < backlog:
+        raise RuntimeError(f"drained {received} of {backlog}")
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backlog", type=int, default=200_000)
+    ns = parser.parse_args()
+    series: dict[str, list[float]] = {k: [] for k in ("send_1", "send_64", "send_batch_msgs", "pull_msgs",
+                                                      "echo_rps_64")}
+    with tempfile.TemporaryDirectory() as home, echo_server() as echo_port:
+        proc, addr = start_broker(home)
+        try:
+            for rnd in range(ns.rounds):
+                figures = {
+                    "echo_rps_64": run(measure_streams_echo(echo_port, 64, ns.seconds)),
+                    "send_1": run(measure_send(addr, f"S1-{rnd}", 1, ns.seconds)),
+                    "send_64": run(measure_send(addr, f"S64-{rnd}", 64, ns.seconds)),
+                    "send_batch_msgs": run(measure_batch(addr, f"B-{rnd}", ns.seconds)),
+                    "pull_msgs": run(measure_pull(addr, f"P-{rnd}", ns.backlog)),
+                }
+                for key, value in figures.items():
+                    series[key].append(value)
+                print(f"round {rnd + 1}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            if proc.stdout:
+                proc.stdout.close()
+    result: dict[str, float] = {k: round(statistics.median(v)) for k, v in series.items()}
+    for key, name in (("ratio_send_64", "send_64"), ("ratio_batch", "send_batch_msgs"), ("ratio_pull", "pull_msgs")):
+        result[key] = round(statistics.median(a / b for a, b in zip(series[name], series["echo_rps_64"],
+                                                                     strict=True)), 3)
+    print(f"medians of {ns.rounds} rounds, 1 KiB messages, broker in its own process:")
+    for key, value in result.items():
+        print(f"  {key:16s} {value:>12,}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
