@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,11 +76,21 @@ class MQClientInstance:
     topic_route_table: dict[str, TopicRouteData] = field(default_factory=dict)
     broker_addr_table: dict[str, dict[int, str]] = field(default_factory=dict)
     members: dict[str, _Member] = field(default_factory=dict)
+    # consumer group -> callbacks run when the broker says the group's members changed
+    consumer_listeners: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._ns_index = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+        self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+
+    async def _on_consumer_ids_changed(self, conn: object, request: RemotingCommand) -> None:
+        group = (request.ext_fields or {}).get("consumerGroup", "")
+        log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
+                 getattr(conn, "remote_addr", "?"), group)
+        for listener in self.consumer_listeners.get(group, []):
+            listener()
 
     # -- lifecycle --------------------------------------------------------------------------
 
