@@ -320,6 +320,10 @@ class LitePullConsumer:
             raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
         return int((r.ext_fields or {})["offset"])
 
+    async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+        """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
+        await self._buffer.put(_Batch(state.mq, msgs))
+
     async def _start_offset(self, mq: MessageQueue) -> int:
         committed = await self._offset_request(RequestCode.QUERY_CONSUMER_OFFSET, mq, {"consumerGroup": self.group})
         if committed >= 0:
@@ -360,7 +364,7 @@ class LitePullConsumer:
                             if not sub.tagsSet or m.properties.get(MessageConst.TAGS) in sub.tagsSet]
                     state.next_offset = int(ext["nextBeginOffset"])
                     if msgs:
-                        await self._buffer.put(_Batch(mq, msgs))
+                        await self._deliver(state, msgs)
                 elif r.code in (ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED):
                     state.next_offset = int(ext.get("nextBeginOffset", state.next_offset))
                 elif r.code != ResponseCode.PULL_NOT_FOUND:
