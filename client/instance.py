@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from client.errors import NoRouteError
+from client.errors import MQClientError, NoRouteError
 from remoting.client import RemotingClient
 from remoting.codes import LanguageCode, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -169,6 +169,16 @@ class MQClientInstance:
 
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
         return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
+
+    async def master_addr(self, topic: str, broker_name: str) -> str:
+        """The master of ``broker_name``, refreshing the topic's route once if it is unknown."""
+        addr = self.find_broker_address_in_publish(broker_name)
+        if addr is None:
+            await self.update_topic_route(topic)
+            addr = self.find_broker_address_in_publish(broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist (no master in the route of {topic})")
+        return addr
 
     # -- heartbeats -------------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ from remoting.protocol.heartbeat import (
     SubscriptionData,
 )
 from remoting.protocol.message import MessageConst, MessageExt, decode_records, java_string_hash
-from remoting.protocol.route import MASTER_ID
 from remoting.protocol.topic import PermName
 
 log = logging.getLogger("rocketmq.client")
@@ -313,12 +312,7 @@ class LitePullConsumer:
 
     async def _offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
         instance = self._require_started()
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            await instance.update_topic_route(mq.topic)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        addr = await instance.master_addr(mq.topic, mq.broker_name)
         header = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
         r = await instance.remoting.invoke(addr, RemotingCommand.request(code, header),
                                            instance.config.mq_client_api_timeout)
@@ -351,12 +345,7 @@ class LitePullConsumer:
                     await asyncio.sleep(1.0)  # Java's pull delay while paused
                     continue
                 instance = self._require_started()
-                addr = instance.broker_addr_table.get(mq.broker_name, {}).get(MASTER_ID)
-                if addr is None:
-                    await instance.update_topic_route(mq.topic)
-                    addr = instance.broker_addr_table.get(mq.broker_name, {}).get(MASTER_ID)
-                    if addr is None:
-                        raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+                addr = await instance.master_addr(mq.topic, mq.broker_name)
                 header = PullMessageRequestHeader(
                     consumerGroup=self.group, topic=mq.topic, queueId=mq.queue_id, queueOffset=state.next_offset,
                     maxMsgNums=self.pull_batch_size, commitOffset=max(state.consumed_offset, 0),

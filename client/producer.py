@@ -204,7 +204,7 @@ class Producer:
         props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
         publish = await self._publish_info(instance, msg.topic, deadline)
         mq = queue or publish.select(None, self.fault)
-        addr = await self._broker_addr(instance, mq)
+        addr = await instance.master_addr(mq.topic, mq.broker_name)
         await instance.remoting.invoke_oneway(addr, self._request(mq, msg, body, sys_flag, props,
                                                                   RequestCode.SEND_MESSAGE_V2))
 
@@ -296,15 +296,6 @@ class Producer:
         self._publish[topic] = info
         return info
 
-    async def _broker_addr(self, instance: MQClientInstance, mq: MessageQueue) -> str:
-        addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            await instance.update_topic_route(mq.topic)
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:
-            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
-        return addr
-
     def _request(self, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int, props: dict[str, str],
                  code: int) -> RemotingCommand:
         header = SendMessageRequestHeader(
@@ -318,7 +309,7 @@ class Producer:
     async def _send_to(self, instance: MQClientInstance, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int,
                        props: dict[str, str], code: int, timeout: float,
                        uniq_keys: list[str] | None = None) -> SendResult:
-        addr = await self._broker_addr(instance, mq)
+        addr = await instance.master_addr(mq.topic, mq.broker_name)
         response = await instance.remoting.invoke(addr, self._request(mq, msg, body, sys_flag, props, code), timeout)
         status = _STATUS.get(response.code)
         if status is None:
