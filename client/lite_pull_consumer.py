@@ -257,6 +257,11 @@ class LitePullConsumer:
                 continue
             cids = await self._consumer_ids(instance, topic)
             if instance.client_id not in cids:
+                # The broker has not heard from us yet (the route, and so the broker, was unknown
+                # at start): heartbeat now, as Java does on a new route, and ask again.
+                await instance.send_heartbeat_to_all_brokers()
+                cids = await self._consumer_ids(instance, topic)
+            if instance.client_id not in cids:
                 continue
             wanted.extend(self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids)))
         removed = self._apply_assignment(wanted)
