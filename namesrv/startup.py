@@ -85,7 +85,9 @@ def main(
         raise typer.Exit(0)
     try:
         run(serve(NamesrvController(namesrv_config, server_config)))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's
+        # NameServer also refuses to start then, rather than serve with an empty KV table.
         typer.echo(f"mqnamesrv: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None
 
