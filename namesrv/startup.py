@@ -63,6 +63,10 @@ async def serve(controller: NamesrvController) -> None:
     await controller.shutdown()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @app.command()
 def main(
     config_file: str | None = typer.Option(None, "-c", "--configFile", help="Name server config properties file"),
@@ -83,8 +87,14 @@ def main(
     if print_config:
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
+    # asyncio.Runner installs its own SIGINT handler when it finds Python's default one: it would
+    # cancel serve() in the middle of the graceful shutdown and exit 130. With a handler of our
+    # own in place, Ctrl-C still interrupts the boot, and once serving the loop's handler drains.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         run(serve(NamesrvController(namesrv_config, server_config)))
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
     except (OSError, ValueError) as exc:
         # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's
         # NameServer also refuses to start then, rather than serve with an empty KV table.
