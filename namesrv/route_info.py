@@ -294,7 +294,9 @@ class RouteInfoManager:
 
     def get_system_topic_list(self) -> tuple[list[str], str | None]:
         """Cluster and broker names (each a topic in RocketMQ), and one broker address."""
-        topics = list(self.cluster_addr_table) + [n for names in self.cluster_addr_table.values() for n in names]
+        # A set in Java: a cluster named like one of its brokers is listed once.
+        topics = list(dict.fromkeys([*self.cluster_addr_table,
+                                     *(n for names in self.cluster_addr_table.values() for n in sorted(names))]))
         addr = next((a for bd in self.broker_addr_table.values() for a in bd.brokerAddrs.values()), None)
         return topics, addr
 

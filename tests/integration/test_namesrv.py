@@ -166,6 +166,25 @@ async def test_compressed_and_bodiless_registrations(namesrv: Daemon, client: Re
     assert newer.ext_fields == {"changed": "true"}
 
 
+async def test_unregister_master_and_slave(namesrv: Daemon, client: RemotingClient) -> None:
+    ns = namesrv.addr
+    await client.invoke(ns, register_request("broker-u", "10.0.0.1:10911", {"U": 2}), 3)
+    await client.invoke(ns, register_request("broker-u", "10.0.0.2:10911", {"U": 2}, broker_id=1), 3)
+
+    def unregister(addr: str, broker_id: int) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+            "brokerName": "broker-u", "brokerAddr": addr, "clusterName": "DefaultCluster", "brokerId": str(broker_id)})
+
+    assert (await client.invoke(ns, unregister("10.0.0.2:10911", 1), 3)).code == ResponseCode.SUCCESS
+    body = json.loads((await route(client, ns, "U")).body)
+    assert body["brokerDatas"][0]["brokerAddrs"] == {"0": "10.0.0.1:10911"}
+    assert (await client.invoke(ns, unregister("10.0.0.1:10911", 0), 3)).code == ResponseCode.SUCCESS
+    assert (await route(client, ns, "U")).code == ResponseCode.TOPIC_NOT_EXIST
+    info = ClusterInfo.decode((await client.invoke(ns, RemotingCommand.request(
+        RequestCode.GET_BROKER_CLUSTER_INFO), 3)).body)
+    assert info.brokerAddrTable == {} and info.clusterAddrTable == {}
+
+
 def test_sigint_shuts_down_cleanly(daemons: DaemonSet) -> None:
     d = daemons.namesrv(name="int")
     d.proc.send_signal(signal.SIGINT)
