@@ -8,10 +8,8 @@ it keeps serving until interrupted, so official clients and tools can be pointed
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
 import time
 
 import typer
@@ -21,6 +19,7 @@ from broker.controller import BrokerController
 from namesrv.config import NamesrvConfig
 from namesrv.controller import NamesrvController
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from remoting.daemon import wait_for_stop_signal
 from remoting.loop import run
 from remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
@@ -87,11 +86,7 @@ async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: b
         await _demo(namesrv.address, broker.broker_addr)
         if not demo_only:
             print(f"Ready: point clients at NAMESRV_ADDR={namesrv.address}. Ctrl-C to stop.", flush=True)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            await stop.wait()
+            await wait_for_stop_signal().wait()
     finally:
         await broker.shutdown()
         await namesrv.shutdown()

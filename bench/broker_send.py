@@ -54,11 +54,21 @@ def start_broker(home: str) -> tuple[subprocess.Popen[str], str]:
     return proc, line.split("[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
 
 
-def send_header(topic: str, queue_id: int, batch: bool = False) -> SendMessageRequestHeaderV2:
-    return SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
-        producerGroup="bench_pg", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=QUEUES, queueId=queue_id,
-        sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true\x02TAGS\x01bench",
-        batch=batch or None))
+_BASE: dict[tuple[str, bool], dict[str, str]] = {}
+
+
+def send_header(topic: str, queue_id: int, batch: bool = False) -> dict[str, str]:
+    """The V2 header's extFields, built once per topic and copied per send, as a client would."""
+    base = _BASE.get((topic, batch))
+    if base is None:
+        base = _BASE[(topic, batch)] = SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
+            producerGroup="bench_pg", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=QUEUES, queueId=0,
+            sysFlag=0, bornTimestamp=0, flag=0, properties="WAIT\x01true\x02TAGS\x01bench",
+            batch=batch or None)).to_ext_fields()
+    ext = dict(base)
+    ext["e"] = str(queue_id)
+    ext["g"] = str(int(time.time() * 1000))
+    return ext
 
 
 async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:

@@ -7,16 +7,15 @@ list (also read from ``NAMESRV_ADDR``); ``-p`` prints the effective configuratio
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
 import sys
 
 import typer
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
+from remoting.daemon import parse_overrides, serve_until_signalled
 from remoting.loop import run
 from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from remoting.server_config import NettyServerConfig
@@ -32,11 +31,7 @@ def build_config(config_file: str | None, options: list[str], namesrv_addr: str 
     props: dict[str, str] = {"listenPort": "10911"}
     if config_file:
         props |= read_properties_file(config_file)
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"option {option!r} is not key=value")
-        props[key.strip()] = value.strip()
+    props |= parse_overrides(options)
     if namesrv_addr is not None:
         props["namesrvAddr"] = namesrv_addr
     if listen_port is not None:
@@ -49,20 +44,10 @@ def build_config(config_file: str | None, options: list[str], namesrv_addr: str 
     return built[0], built[1], built[2]  # type: ignore[return-value]
 
 
-async def serve(controller: BrokerController) -> None:
-    await controller.start()
+def boot_message(controller: BrokerController) -> str:
     cfg = controller.broker_config
-    message = (f"The broker[{cfg.brokerName}, {controller.broker_addr}] boot success. serializeType=JSON and name "
-               f"server is {cfg.namesrvAddr}")
-    log.info(message)
-    print(message, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("The broker shutting down")
-    await controller.shutdown()
+    return (f"The broker[{cfg.brokerName}, {controller.broker_addr}] boot success. serializeType=JSON and name "
+            f"server is {cfg.namesrvAddr}")
 
 
 @app.command()
@@ -88,7 +73,8 @@ def main(
         typer.echo(format_properties(broker_config, server_config, store_config), nl=False)
         raise typer.Exit(0)
     try:
-        run(serve(BrokerController(broker_config, server_config, store_config)))
+        controller = BrokerController(broker_config, server_config, store_config)
+        run(serve_until_signalled(controller.start, controller.shutdown, lambda: boot_message(controller)))
     except (OSError, RuntimeError, ValueError) as exc:
         typer.echo(f"mqbroker: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -7,7 +7,6 @@ directory (``ROCKETMQ_HOME`` or ``--home``, else the user's home) holds ``namesr
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -17,6 +16,7 @@ import typer
 
 from namesrv.config import NamesrvConfig
 from namesrv.controller import NamesrvController
+from remoting.daemon import parse_overrides, serve_until_signalled
 from remoting.loop import run
 from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from remoting.server_config import NettyServerConfig
@@ -34,11 +34,7 @@ def build_config(config_file: str | None, options: list[str], listen_port: int |
                   "configStorePath": os.path.join(home, "namesrv", "namesrv.properties")}
     if config_file:
         props |= read_properties_file(config_file)
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"option {option!r} is not key=value")
-        props[key.strip()] = value.strip()
+    props |= parse_overrides(options)
     if listen_port is not None:
         props["listenPort"] = str(listen_port)
     if bind_address is not None:
@@ -47,20 +43,6 @@ def build_config(config_file: str | None, options: list[str], listen_port: int |
     if unknown:
         log.warning("ignoring unknown config keys: %s", ", ".join(sorted(unknown)))
     return namesrv_config, server_config  # type: ignore[return-value]
-
-
-async def serve(controller: NamesrvController) -> None:
-    await controller.start()
-    message = f"The Name Server boot success. serializeType=JSON, address {controller.address}"
-    log.info(message)
-    print(message, flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("The Name Server shutting down")
-    await controller.shutdown()
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -88,11 +70,13 @@ def main(
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
     # asyncio.Runner installs its own SIGINT handler when it finds Python's default one: it would
-    # cancel serve() in the middle of the graceful shutdown and exit 130. With a handler of our
-    # own in place, Ctrl-C still interrupts the boot, and once serving the loop's handler drains.
+    # cancel the main task in the middle of the graceful shutdown and exit 130. With a handler of
+    # our own in place, Ctrl-C still interrupts the boot, and once serving the loop's handler drains.
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        run(serve(NamesrvController(namesrv_config, server_config)))
+        controller = NamesrvController(namesrv_config, server_config)
+        run(serve_until_signalled(controller.start, controller.shutdown, lambda: (
+            f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     except (OSError, ValueError) as exc:

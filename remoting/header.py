@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, ClassVar, Self
 
 
@@ -36,14 +37,6 @@ def _parse_bool(raw: str) -> bool:
 _PARSERS: dict[type, typing.Callable[[str], Any]] = {str: str, int: int, float: float, bool: _parse_bool}
 
 
-def _format(value: Any) -> str:
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return str(value)
-
-
 class _Spec(typing.NamedTuple):
     name: str
     key: str
@@ -56,6 +49,7 @@ class CommandHeader:
     """Base of every typed header; subclasses are ``@dataclass`` classes."""
 
     _specs_cache: ClassVar[tuple[_Spec, ...] | None] = None
+    _codec_cache: ClassVar[tuple[Callable[..., Any], Callable[..., Any]] | None] = None
 
     @classmethod
     def _specs(cls) -> tuple[_Spec, ...]:
@@ -79,25 +73,58 @@ class CommandHeader:
 
     @classmethod
     def from_ext_fields(cls, ext: dict[str, str]) -> Self:
-        values: dict[str, Any] = {}
-        for spec in cls._specs():
-            raw = ext.get(spec.key)
-            if raw is None:
-                if spec.required:
-                    raise HeaderError(f"the custom field <{spec.key}> is null")
-                continue
-            try:
-                values[spec.name] = _PARSERS[spec.kind](raw)
-            except (TypeError, ValueError):
-                raise HeaderError(
-                    f"the custom field <{spec.key}> is not a valid {spec.kind.__name__}: {raw!r}"
-                ) from None
-        return cls(**values)
+        return cls._codec()[0](cls, ext)  # type: ignore[no-any-return]
 
     def to_ext_fields(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for spec in self._specs():
-            value = getattr(self, spec.name)
-            if value is not None:
-                out[spec.key] = _format(value)
-        return out
+        return self._codec()[1](self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def _codec(cls) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """Per-class reader and writer, generated once from the field specs.
+
+        Headers are parsed and written for every request on every daemon; straight-line code
+        with no per-field dispatch costs a fraction of a generic loop (dataclasses generates
+        its ``__init__`` the same way).
+        """
+        codec = cls.__dict__.get("_codec_cache")
+        if codec is not None:
+            return codec  # type: ignore[no-any-return]
+        specs = cls._specs()
+        read = ["def from_ext(cls, ext):", "    get = ext.get"]
+        names = []
+        for i, spec in enumerate(specs):
+            var = f"v{i}"
+            names.append(var)
+            read.append(f"    {var} = get({spec.key!r})")
+            read.append(f"    if {var} is None:")
+            if spec.required:
+                read.append(f"        raise HeaderError('the custom field <{spec.key}> is null')")
+            else:
+                read.append(f"        {var} = default_{i}")
+            if spec.kind is not str:
+                read.append("    else:")
+                read.append("        try:")
+                read.append(f"            {var} = parse_{i}({var})")
+                read.append("        except (TypeError, ValueError):")
+                read.append(f"            raise HeaderError('the custom field <{spec.key}> is not a valid "
+                            f"{spec.kind.__name__}: ' + repr({var})) from None")
+        read.append(f"    return cls({', '.join(names)})")
+        write = ["def to_ext(self):", "    out = {}"]
+        for spec in specs:
+            write.append(f"    v = self.{spec.name}")
+            write.append("    if v is not None:")
+            if spec.kind is bool:
+                write.append(f"        out[{spec.key!r}] = 'true' if v else 'false'")
+            elif spec.kind is str:
+                write.append(f"        out[{spec.key!r}] = v")
+            else:
+                write.append(f"        out[{spec.key!r}] = str(v)")
+        write.append("    return out")
+        namespace: dict[str, Any] = {"HeaderError": HeaderError}
+        for i, spec in enumerate(specs):
+            namespace[f"default_{i}"] = spec.default
+            namespace[f"parse_{i}"] = _PARSERS[spec.kind]
+        exec("\n".join(read) + "\n" + "\n".join(write), namespace)
+        codec = (namespace["from_ext"], namespace["to_ext"])
+        cls._codec_cache = codec
+        return codec

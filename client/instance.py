@@ -1,0 +1,233 @@
+"""MQClientInstance: what every producer and consumer of one client id shares.
+
+One per ``clientId`` (``ip@instanceName``), as in Java's MQClientManager: the NameServer list
+(round-robin, failing over to the next one), the route cache refreshed every 30 s, the broker
+address table, heartbeats to every broker every 30 s, and the long connections to each broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from client.errors import NoRouteError
+from remoting.client import RemotingClient
+from remoting.codes import LanguageCode, RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingError
+from remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
+from remoting.protocol.route import MASTER_ID, TopicRouteData
+
+log = logging.getLogger("rocketmq.client")
+
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+@dataclass
+class ClientConfig:
+    namesrv_addr: str | None = None
+    instance_name: str = "DEFAULT"
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    mq_client_api_timeout: float = 3.0
+    language: int = LanguageCode.PYTHON
+
+    def namesrv_addrs(self) -> list[str]:
+        addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
+        return [a.strip() for a in addr.split(";") if a.strip()]
+
+
+class _Member(Protocol):
+    def heartbeat_data(self) -> tuple[list[ProducerData], list]:  # type: ignore[type-arg]
+        ...
+
+    def topics(self) -> set[str]: ...
+
+
+def _client_ip() -> str:
+    try:
+        for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            if not str(info[4][0]).startswith("127."):
+                return str(info[4][0])
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+def build_client_id(instance_name: str) -> str:
+    # Java replaces the DEFAULT instance name by "<pid>#<nanoTime>" so that two processes on one
+    # host never share a client id (brokers would treat them as one consumer).
+    name = instance_name if instance_name != "DEFAULT" else f"{os.getpid()}#{time.monotonic_ns()}"
+    return f"{_client_ip()}@{name}"
+
+
+@dataclass
+class MQClientInstance:
+    config: ClientConfig
+    client_id: str
+    remoting: RemotingClient = field(default_factory=RemotingClient)
+    topic_route_table: dict[str, TopicRouteData] = field(default_factory=dict)
+    broker_addr_table: dict[str, dict[int, str]] = field(default_factory=dict)
+    members: dict[str, _Member] = field(default_factory=dict)
+    # consumer group -> callbacks run when the broker says the group's members changed
+    consumer_listeners: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._ns_index = itertools.count()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+
+    async def _on_consumer_ids_changed(self, conn: object, request: RemotingCommand) -> None:
+        group = (request.ext_fields or {}).get("consumerGroup", "")
+        log.info("receive broker's notification[%s], the consumer group: %s changed, rebalance immediately",
+                 getattr(conn, "remote_addr", "?"), group)
+        for listener in self.consumer_listeners.get(group, []):
+            listener()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self.remoting.start()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._periodic(self.config.poll_name_server_interval,
+                                                       self.update_all_topic_routes)),
+                       loop.create_task(self._periodic(self.config.heartbeat_broker_interval,
+                                                       self.send_heartbeat_to_all_brokers))]
+
+    async def _periodic(self, interval: float, job) -> None:  # type: ignore[no-untyped-def]
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await job()
+            except Exception:
+                log.exception("periodic client task failed")
+
+    async def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.remoting.close()
+        self._started = False
+
+    # -- NameServers and routes -------------------------------------------------------------
+
+    async def get_topic_route_from_namesrv(self, topic: str, timeout: float | None = None) -> TopicRouteData:
+        """Ask NameServers in turn (round-robin start); NoRouteError says what each answered."""
+        addrs = self.config.namesrv_addrs()
+        if not addrs:
+            raise NoRouteError(f"No name server address, set namesrv_addr or NAMESRV_ADDR (topic {topic})")
+        start = next(self._ns_index)
+        answers = []
+        for i in range(len(addrs)):
+            addr = addrs[(start + i) % len(addrs)]
+            try:
+                response = await self.remoting.invoke(addr, RemotingCommand.request(
+                    RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic, "acceptStandardJsonOnly": "true"}),
+                    timeout or self.config.mq_client_api_timeout)
+            except RemotingError as exc:
+                answers.append(f"{addr}: {exc}")
+                continue
+            if response.code == ResponseCode.SUCCESS and response.body:
+                return TopicRouteData.decode(response.body)
+            answers.append(f"{addr}: code {response.code} {(response.remark or '').splitlines()[0]}")
+            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                break  # a definite answer: every NameServer holds the same routes
+        raise NoRouteError(f"No route info of this topic: {topic}; NameServers answered: {'; '.join(answers)}",
+                           ResponseCode.TOPIC_NOT_EXIST)
+
+    async def update_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData:
+        route = await self.get_topic_route_from_namesrv(topic, timeout)
+        self.topic_route_table[topic] = route
+        for bd in route.brokerDatas:
+            self.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+        return route
+
+    async def update_all_topic_routes(self) -> None:
+        topics = set().union(*(m.topics() for m in self.members.values())) if self.members else set()
+        for topic in topics:
+            try:
+                await self.update_topic_route(topic)
+            except (NoRouteError, RemotingError) as exc:
+                log.warning("updateTopicRouteInfoFromNameServer %s failed: %s", topic, exc)
+        self._clean_offline_brokers()
+
+    def _clean_offline_brokers(self) -> None:
+        named = {bd.brokerName for route in self.topic_route_table.values() for bd in route.brokerDatas}
+        for name in list(self.broker_addr_table):
+            if name not in named:
+                del self.broker_addr_table[name]
+
+    def find_broker_address_in_publish(self, broker_name: str) -> str | None:
+        return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
+
+    # -- heartbeats -------------------------------------------------------------------------
+
+    def heartbeat_data(self) -> HeartbeatData:
+        producers: list[ProducerData] = [ProducerData(groupName=CLIENT_INNER_PRODUCER_GROUP)]
+        consumers = []
+        for member in self.members.values():
+            p, c = member.heartbeat_data()
+            producers.extend(p)
+            consumers.extend(c)
+        return HeartbeatData(clientID=self.client_id, producerDataSet=producers, consumerDataSet=consumers)
+
+    async def send_heartbeat_to_all_brokers(self) -> None:
+        body = self.heartbeat_data().encode()
+        has_consumers = b'"consumerDataSet":[]' not in body
+        for addrs in list(self.broker_addr_table.values()):
+            for broker_id, addr in addrs.items():
+                if broker_id != MASTER_ID and not has_consumers:
+                    continue  # producers only talk to masters
+                try:
+                    await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, body),
+                                               self.config.mq_client_api_timeout)
+                except RemotingError as exc:
+                    log.info("send heart beat to broker[%s] failed: %s", addr, exc)
+
+    async def unregister(self, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        header = UnregisterClientRequestHeader(clientID=self.client_id, producerGroup=producer_group,
+                                               consumerGroup=consumer_group)
+        for addrs in list(self.broker_addr_table.values()):
+            for addr in addrs.values():
+                try:
+                    await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header),
+                                               self.config.mq_client_api_timeout)
+                except RemotingError as exc:
+                    log.info("unregister client at %s failed: %s", addr, exc)
+
+
+class MQClientManager:
+    """One instance per client id, shared by the producers and consumers that use it."""
+
+    _instances: dict[str, MQClientInstance] = {}
+    _users: dict[str, int] = {}
+
+    @classmethod
+    async def acquire(cls, config: ClientConfig) -> MQClientInstance:
+        client_id = build_client_id(config.instance_name)
+        instance = cls._instances.get(client_id)
+        if instance is None:
+            instance = cls._instances[client_id] = MQClientInstance(config, client_id)
+        cls._users[client_id] = cls._users.get(client_id, 0) + 1
+        await instance.start()
+        return instance
+
+    @classmethod
+    async def release(cls, instance: MQClientInstance) -> None:
+        left = cls._users.get(instance.client_id, 1) - 1
+        if left <= 0:
+            cls._users.pop(instance.client_id, None)
+            cls._instances.pop(instance.client_id, None)
+            await instance.shutdown()
+        else:
+            cls._users[instance.client_id] = left

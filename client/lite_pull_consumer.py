@@ -1,0 +1,372 @@
+"""LitePullConsumer: RocketMQ's DefaultLitePullConsumer on asyncio.
+
+Either ``subscribe`` (queues split among the group's members by rebalancing every 20 s and at
+once on NOTIFY_CONSUMER_IDS_CHANGED) or ``assign`` (a fixed set). One background task per queue
+long-polls the broker and fills a bounded buffer; ``poll`` hands out one pulled batch at a time.
+Offsets are committed by ``commit()`` or, with auto-commit, every 5 s and at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
+from client.errors import ClientStateError, MQClientError
+from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingError
+from remoting.protocol.broker import (
+    FLAG_COMMIT_OFFSET,
+    FLAG_LITE_PULL,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    PullMessageRequestHeader,
+)
+from remoting.protocol.heartbeat import (
+    SUB_ALL,
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumerIdList,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
+from remoting.protocol.message import MessageConst, MessageExt, decode_records, java_string_hash
+from remoting.protocol.route import MASTER_ID
+from remoting.protocol.topic import PermName
+
+log = logging.getLogger("rocketmq.client")
+
+
+def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
+    """FilterAPI.buildSubscriptionData: tags split on ``||``, their Java hashes as the code set."""
+    expression = (expression or "").strip()
+    sub = SubscriptionData(topic=topic, subString=SUB_ALL if expression in ("", SUB_ALL) else expression,
+                           subVersion=int(time.time() * 1000))
+    if sub.subString != SUB_ALL:
+        tags = [t.strip() for t in expression.split("||") if t.strip()]
+        if not tags:
+            raise ValueError(f"invalid tag expression: {expression!r}")
+        sub.tagsSet = tags
+        sub.codeSet = [java_string_hash(t) for t in tags]
+    return sub
+
+
+@dataclass
+class _QueueState:
+    mq: MessageQueue
+    next_offset: int = -1
+    consumed_offset: int = -1
+    paused: bool = False
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Batch:
+    mq: MessageQueue
+    messages: list[MessageExt] = field(default_factory=list)
+
+
+class LitePullConsumer:
+    def __init__(self, group: str, namesrv_addr: str | None = None, *, instance_name: str = "DEFAULT",
+                 pull_batch_size: int = 10, auto_commit: bool = True, auto_commit_interval: float = 5.0,
+                 consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                 pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
+                 rebalance_interval: float = 20.0,
+                 allocate_strategy: AllocateMessageQueueStrategy | None = None) -> None:
+        self.group = group
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.pull_batch_size = pull_batch_size
+        self.auto_commit = auto_commit
+        self.auto_commit_interval = auto_commit_interval
+        self.consume_from_where = consume_from_where
+        self.broker_suspend_max_time = broker_suspend_max_time
+        self.rebalance_interval = rebalance_interval
+        self.strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self._assigned_fixed: list[MessageQueue] | None = None
+        self._queues: dict[MessageQueue, _QueueState] = {}
+        self._buffer: asyncio.Queue[_Batch] = asyncio.Queue(maxsize=max(1, pull_threshold_for_all // pull_batch_size))
+        self._instance: MQClientInstance | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._rebalance_now = asyncio.Event()
+
+    # -- setup ------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = SUB_ALL) -> None:
+        self.subscriptions[topic] = build_subscription(topic, expression)
+
+    def assign(self, queues: Sequence[MessageQueue]) -> None:
+        """Consume exactly these queues (no rebalancing); may be called again while running."""
+        self._assigned_fixed = list(queues)
+        for mq in queues:
+            self.subscriptions.setdefault(mq.topic, build_subscription(mq.topic, SUB_ALL))
+        if self._instance is not None:
+            self._apply_assignment(self._assigned_fixed)
+
+    async def start(self) -> None:
+        if self._instance is not None:
+            return
+        self._instance = instance = await MQClientManager.acquire(self.config)
+        instance.members[f"consumer:{self.group}"] = self
+        instance.consumer_listeners.setdefault(self.group, []).append(self._rebalance_now.set)
+        for topic in self.subscriptions:
+            await instance.update_topic_route(topic)
+        await instance.send_heartbeat_to_all_brokers()
+        loop = asyncio.get_running_loop()
+        if self._assigned_fixed is not None:
+            self._apply_assignment(self._assigned_fixed)
+        else:
+            await self.rebalance()
+            self._tasks.append(loop.create_task(self._rebalance_loop()))
+        if self.auto_commit:
+            self._tasks.append(loop.create_task(self._auto_commit_loop()))
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        for task in self._tasks:
+            task.cancel()
+        for state in self._queues.values():
+            if state.task:
+                state.task.cancel()
+        if self.auto_commit:
+            await self._commit(instance)
+        instance.members.pop(f"consumer:{self.group}", None)
+        listeners = instance.consumer_listeners.get(self.group, [])
+        with contextlib.suppress(ValueError):
+            listeners.remove(self._rebalance_now.set)
+        await instance.unregister(consumer_group=self.group)
+        await MQClientManager.release(instance)
+
+    async def __aenter__(self) -> LitePullConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
+        return [], [ConsumerData(groupName=self.group, consumeType=ConsumeType.CONSUME_ACTIVELY,
+                                 messageModel=MessageModel.CLUSTERING, consumeFromWhere=self.consume_from_where,
+                                 subscriptionDataSet=list(self.subscriptions.values()))]
+
+    def topics(self) -> set[str]:
+        return set(self.subscriptions)
+
+    def assignment(self) -> list[MessageQueue]:
+        return sorted(self._queues)
+
+    # -- consuming --------------------------------------------------------------------------
+
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next pulled batch, or [] after ``timeout`` seconds with nothing to give."""
+        self._require_started()
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            try:
+                batch = await asyncio.wait_for(self._buffer.get(), remaining)
+            except TimeoutError:
+                return []
+            state = self._queues.get(batch.mq)
+            if state is None or state.paused or not batch.messages:
+                continue  # the queue was reassigned or sought since this batch was pulled
+            first = batch.messages[0].queue_offset
+            if state.consumed_offset >= 0 and first < state.consumed_offset:
+                continue  # pulled before a seek
+            state.consumed_offset = batch.messages[-1].queue_offset + 1
+            return batch.messages
+
+    async def commit(self) -> None:
+        await self._commit(self._require_started())
+
+    def committed_offsets(self) -> dict[MessageQueue, int]:
+        return {mq: s.consumed_offset for mq, s in self._queues.items() if s.consumed_offset >= 0}
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        state = self._queues.get(mq)
+        if state is None:
+            raise MQClientError(f"The message queue is not in assigned list, may be rebalancing, {mq}")
+        if state.task:
+            state.task.cancel()
+        state.next_offset = offset
+        state.consumed_offset = offset
+        state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        self.seek(mq, await self._offset_request(RequestCode.GET_MIN_OFFSET, mq))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        self.seek(mq, await self._offset_request(RequestCode.GET_MAX_OFFSET, mq))
+
+    def pause(self, queues: Sequence[MessageQueue]) -> None:
+        for mq in queues:
+            if mq in self._queues:
+                self._queues[mq].paused = True
+
+    def resume(self, queues: Sequence[MessageQueue]) -> None:
+        for mq in queues:
+            if mq in self._queues:
+                self._queues[mq].paused = False
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _require_started(self) -> MQClientInstance:
+        if self._instance is None:
+            raise ClientStateError("The consumer is not started: call start() first")
+        return self._instance
+
+    def _apply_assignment(self, wanted: Sequence[MessageQueue]) -> list[_QueueState]:
+        """Start pulling new queues and stop removed ones; returns the removed queues' states."""
+        removed = [self._queues.pop(mq) for mq in list(self._queues) if mq not in wanted]
+        for state in removed:
+            if state.task:
+                state.task.cancel()
+        loop = asyncio.get_running_loop()
+        for mq in wanted:
+            if mq not in self._queues:
+                state = self._queues[mq] = _QueueState(mq)
+                state.task = loop.create_task(self._pull_loop(state))
+        return removed
+
+    async def rebalance(self) -> None:
+        instance = self._require_started()
+        wanted: list[MessageQueue] = []
+        for topic in self.subscriptions:
+            route = await instance.update_topic_route(topic)
+            mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
+                            if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
+            if not mq_all:
+                continue
+            cids = await self._consumer_ids(instance, topic)
+            if instance.client_id not in cids:
+                continue
+            wanted.extend(self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids)))
+        removed = self._apply_assignment(wanted)
+        if removed and self.auto_commit:
+            await self._commit(instance, removed)
+
+    async def _consumer_ids(self, instance: MQClientInstance, topic: str) -> list[str]:
+        route = instance.topic_route_table.get(topic)
+        for bd in route.brokerDatas if route else []:
+            addr = bd.select_broker_addr()
+            if addr is None:
+                continue
+            try:
+                r = await instance.remoting.invoke(addr, RemotingCommand.request(
+                    RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group}),
+                    instance.config.mq_client_api_timeout)
+            except RemotingError:
+                continue
+            if r.code == ResponseCode.SUCCESS and r.body:
+                return ConsumerIdList.decode(r.body).consumerIdList
+        return []
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._rebalance_now.wait(), self.rebalance_interval)
+            self._rebalance_now.clear()
+            try:
+                await self.rebalance()
+            except (MQClientError, RemotingError) as exc:
+                log.warning("rebalance of %s failed: %s", self.group, exc)
+
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.auto_commit_interval)
+            if self._instance is not None:
+                await self._commit(self._instance)
+
+    async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None) -> None:
+        for state in list(self._queues.values()) if states is None else states:
+            mq = state.mq
+            if state.consumed_offset < 0:
+                continue
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+            if addr is None:
+                continue
+            try:
+                await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+                    "consumerGroup": self.group, "topic": mq.topic, "queueId": str(mq.queue_id),
+                    "commitOffset": str(state.consumed_offset)}), instance.config.mq_client_api_timeout)
+            except RemotingError as exc:
+                log.warning("commit offset of %s failed: %s", mq, exc)
+
+    async def _offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
+        instance = self._require_started()
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await instance.update_topic_route(mq.topic)
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        header = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
+        r = await instance.remoting.invoke(addr, RemotingCommand.request(code, header),
+                                           instance.config.mq_client_api_timeout)
+        if r.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        if r.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
+        return int((r.ext_fields or {})["offset"])
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        committed = await self._offset_request(RequestCode.QUERY_CONSUMER_OFFSET, mq, {"consumerGroup": self.group})
+        if committed >= 0:
+            return committed
+        if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        return await self._offset_request(RequestCode.GET_MAX_OFFSET, mq)
+
+    async def _pull_loop(self, state: _QueueState) -> None:
+        mq = state.mq
+        sub = self.subscriptions[mq.topic]
+        while True:
+            try:
+                if state.next_offset < 0:
+                    state.next_offset = await self._start_offset(mq)
+                if state.paused:
+                    await asyncio.sleep(1.0)  # Java's pull delay while paused
+                    continue
+                instance = self._require_started()
+                addr = instance.broker_addr_table.get(mq.broker_name, {}).get(MASTER_ID)
+                if addr is None:
+                    await instance.update_topic_route(mq.topic)
+                    addr = instance.broker_addr_table.get(mq.broker_name, {}).get(MASTER_ID)
+                    if addr is None:
+                        raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+                header = PullMessageRequestHeader(
+                    consumerGroup=self.group, topic=mq.topic, queueId=mq.queue_id, queueOffset=state.next_offset,
+                    maxMsgNums=self.pull_batch_size, commitOffset=max(state.consumed_offset, 0),
+                    sysFlag=FLAG_SUSPEND | FLAG_SUBSCRIPTION | FLAG_LITE_PULL | (
+                        FLAG_COMMIT_OFFSET if state.consumed_offset > 0 else 0),
+                    suspendTimeoutMillis=int(self.broker_suspend_max_time * 1000), subVersion=sub.subVersion,
+                    subscription=sub.subString, expressionType=sub.expressionType)
+                r = await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header),
+                                                   self.broker_suspend_max_time + 10)
+                ext = r.ext_fields or {}
+                if r.code == ResponseCode.SUCCESS:
+                    msgs = [m for m in decode_records(r.body or b"")
+                            if not sub.tagsSet or m.properties.get(MessageConst.TAGS) in sub.tagsSet]
+                    state.next_offset = int(ext["nextBeginOffset"])
+                    if msgs:
+                        await self._buffer.put(_Batch(mq, msgs))
+                elif r.code in (ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED):
+                    state.next_offset = int(ext.get("nextBeginOffset", state.next_offset))
+                elif r.code != ResponseCode.PULL_NOT_FOUND:
+                    raise MQClientError(f"pull {mq} failed: {r.code} {r.remark}", r.code, r.remark)
+            except asyncio.CancelledError:
+                raise
+            except (MQClientError, RemotingError) as exc:
+                log.warning("pull of %s failed: %s; retrying in 1 s", mq, exc)
+                await asyncio.sleep(1.0)  # pullTimeDelayMillsWhenException

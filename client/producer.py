@@ -1,0 +1,336 @@
+"""Producer: RocketMQ's DefaultMQProducer on asyncio.
+
+``send`` resolves a route (auto-creating the topic from ``TBW102`` on the broker when allowed),
+picks a queue round-robin (or the one you give, or a selector's choice), and retries on another
+broker for RocketMQ's retryable codes and network errors; all attempts share the one
+``send_msg_timeout``. Bodies of 4 KiB and more are zlib-compressed with the sysFlag set, and
+every message gets a client-side UNIQ_KEY, the id users see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from client.allocate import MessageQueue
+from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
+from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from client.latency import LatencyFaultTolerance
+from client.message import Message, SendResult, SendStatus
+from client.message_id import create_uniq_id
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingError
+from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.protocol.heartbeat import ProducerData
+from remoting.protocol.message import (
+    COMPRESSED_FLAG,
+    COMPRESSION_ZLIB,
+    BatchEntry,
+    MessageConst,
+    encode_batch,
+    java_string_hash,
+    properties_to_string,
+    string_to_properties,
+)
+from remoting.protocol.route import MASTER_ID, TopicRouteData
+from remoting.protocol.topic import PermName
+
+log = logging.getLogger("rocketmq.client")
+
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+TOPIC_MAX_LENGTH = 127
+# Codes for which the Java producer tries another broker (remoting.md §10).
+RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
+                                  ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
+                                  ResponseCode.NOT_IN_CURRENT_UNIT})
+_STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK, ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+           ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+           ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
+
+MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+
+
+def select_by_hash(mqs: list[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+    """SelectMessageQueueByHash: the same key always lands on the same queue (ordered messages)."""
+    return mqs[abs(java_string_hash(str(arg))) % len(mqs)]
+
+
+class TopicPublishInfo:
+    def __init__(self, topic: str, route: TopicRouteData, max_queues: int | None = None) -> None:
+        queues: list[MessageQueue] = []
+        for qd in sorted(route.queueDatas, key=lambda q: q.brokerName):
+            if not PermName.is_writeable(qd.perm):
+                continue
+            broker = next((b for b in route.brokerDatas if b.brokerName == qd.brokerName), None)
+            if broker is None or MASTER_ID not in broker.brokerAddrs:
+                continue
+            count = qd.writeQueueNums if max_queues is None else min(max_queues, qd.writeQueueNums)
+            queues.extend(MessageQueue(topic, qd.brokerName, i) for i in range(count))
+        self.queues = queues
+        self._index = itertools.count(random.randrange(1 << 16))
+
+    def select(self, last_broker: str | None, fault: LatencyFaultTolerance | None) -> MessageQueue:
+        n = len(self.queues)
+        for _ in range(n):
+            mq = self.queues[next(self._index) % n]
+            if mq.broker_name != last_broker and (fault is None or fault.is_available(mq.broker_name)):
+                return mq
+        return self.queues[next(self._index) % n]
+
+
+class Producer:
+    def __init__(self, group: str = DEFAULT_PRODUCER_GROUP, namesrv_addr: str | None = None, *,
+                 instance_name: str = "DEFAULT", send_msg_timeout: float = 3.0, retry_times_when_send_failed: int = 2,
+                 compress_msg_body_over: int = 4096, max_message_size: int = 4 * 1024 * 1024,
+                 default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
+                 send_latency_fault_enable: bool = False) -> None:
+        self.group = group
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.send_msg_timeout = send_msg_timeout
+        self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.compress_msg_body_over = compress_msg_body_over
+        self.max_message_size = max_message_size
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.create_topic_key = create_topic_key
+        self.fault = LatencyFaultTolerance() if send_latency_fault_enable else None
+        self._instance: MQClientInstance | None = None
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._pending: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._instance is not None:
+            return
+        self._instance = await MQClientManager.acquire(self.config)
+        self._instance.members[f"producer:{self.group}"] = self
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=self.send_msg_timeout)
+        instance.members.pop(f"producer:{self.group}", None)
+        await instance.unregister(producer_group=self.group)
+        await MQClientManager.release(instance)
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def heartbeat_data(self) -> tuple[list[ProducerData], list]:  # type: ignore[type-arg]
+        return [ProducerData(groupName=self.group)], []
+
+    def topics(self) -> set[str]:
+        return set(self._publish)
+
+    # -- sending ----------------------------------------------------------------------------
+
+    async def send(self, msg: Message, *, queue: MessageQueue | None = None,
+                   selector: MessageQueueSelector | None = None, arg: Any = None,
+                   timeout: float | None = None) -> SendResult:
+        """Send and wait for the broker's answer (retrying on another broker when that helps)."""
+        instance = self._require_started()
+        self._validate(msg)
+        begin = time.monotonic()
+        deadline = begin + (timeout or self.send_msg_timeout)
+        body, sys_flag = self._body(msg)
+        props = msg.to_properties()
+        props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
+        publish = await self._publish_info(instance, msg.topic, deadline)
+        if queue is None and selector is not None:
+            queue = selector(list(publish.queues), msg, arg)
+        attempts = 1 if queue is not None else 1 + self.retry_times_when_send_failed
+        last_error: Exception | None = None
+        last_broker: str | None = None
+        for _ in range(attempts):
+            mq = queue or publish.select(last_broker, self.fault)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            started = time.monotonic()
+            try:
+                result = await self._send_to(instance, mq, msg, body, sys_flag, props, RequestCode.SEND_MESSAGE_V2,
+                                             remaining)
+            except (RemotingError, MQBrokerError) as exc:
+                self._record_latency(mq.broker_name, started, failed=True)
+                if isinstance(exc, MQBrokerError) and exc.code not in RETRY_RESPONSE_CODES:
+                    raise
+                log.warning("send to %s failed (%s), retrying on another broker", mq, exc)
+                last_error, last_broker = exc, mq.broker_name
+                continue
+            self._record_latency(mq.broker_name, started, failed=False)
+            return result
+        raise MQClientError(f"Send [{attempts}] times, still failed, cost [{int((time.monotonic() - begin) * 1000)}]"
+                            f"ms, Topic: {msg.topic}: {last_error or 'send timed out'}",
+                            getattr(last_error, "code", None)) from last_error
+
+    def send_async(self, msg: Message, callback: Callable[[SendResult | None, BaseException | None], None],
+                   **kwargs: Any) -> None:
+        """Send in the background; ``callback(result, error)`` runs when it completes."""
+        self._require_started()
+
+        async def run() -> None:
+            try:
+                result = await self.send(msg, **kwargs)
+            except Exception as exc:
+                callback(None, exc)
+            else:
+                callback(result, None)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
+        """Write the message and do not wait for any answer (one attempt, as in Java)."""
+        instance = self._require_started()
+        self._validate(msg)
+        deadline = time.monotonic() + self.send_msg_timeout
+        body, sys_flag = self._body(msg)
+        props = msg.to_properties()
+        props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
+        publish = await self._publish_info(instance, msg.topic, deadline)
+        mq = queue or publish.select(None, self.fault)
+        addr = await self._broker_addr(instance, mq)
+        await instance.remoting.invoke_oneway(addr, self._request(mq, msg, body, sys_flag, props,
+                                                                  RequestCode.SEND_MESSAGE_V2))
+
+    async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
+                         timeout: float | None = None) -> SendResult:
+        """One SEND_BATCH_MESSAGE: same topic, no delay, each message with its own UNIQ_KEY."""
+        instance = self._require_started()
+        if not msgs:
+            raise MessageValidationError("the batch is empty")
+        topic = msgs[0].topic
+        entries = []
+        for m in msgs:
+            self._validate(m)
+            if m.topic != topic:
+                raise MessageValidationError("the topic of the messages in one batch should be the same")
+            if m.delay_time_level > 0:
+                raise MessageValidationError("TimeDelayLevel is not supported for batching")
+            if m.topic.startswith("%RETRY%"):
+                raise MessageValidationError("Retry Group is not supported for batching")
+            props = m.to_properties()
+            props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+            props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
+            entries.append(BatchEntry(m.flag, m.body, properties_to_string(props)))
+        body = encode_batch(entries)
+        if len(body) > self.max_message_size:
+            raise MessageValidationError(f"the batch is {len(body)} bytes, over the limit {self.max_message_size}")
+        deadline = time.monotonic() + (timeout or self.send_msg_timeout)
+        publish = await self._publish_info(instance, topic, deadline)
+        mq = queue or publish.select(None, self.fault)
+        batch_msg = Message(topic=topic, body=body)
+        return await self._send_to(instance, mq, batch_msg, body, 0, {MessageConst.WAIT_STORE_MSG_OK: "true"},
+                                   RequestCode.SEND_BATCH_MESSAGE, max(deadline - time.monotonic(), 0.001),
+                                   uniq_keys=[string_props_uniq(e.properties) for e in entries])
+
+    async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
+        instance = self._require_started()
+        return list((await self._publish_info(instance, topic, time.monotonic() + self.send_msg_timeout)).queues)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _require_started(self) -> MQClientInstance:
+        if self._instance is None:
+            raise ClientStateError("The producer service state not OK, maybe started once or not started yet: "
+                                   "call start() first")
+        return self._instance
+
+    def _validate(self, msg: Message) -> None:
+        if not msg.topic or not msg.topic.strip():
+            raise MessageValidationError("The specified topic is blank")
+        if len(msg.topic) > TOPIC_MAX_LENGTH:
+            raise MessageValidationError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}")
+        if not msg.body:
+            raise MessageValidationError("the message body length is zero")
+        if len(msg.body) > self.max_message_size:
+            raise MessageValidationError(f"the message body size over max value, MAX: {self.max_message_size}")
+
+    def _body(self, msg: Message) -> tuple[bytes, int]:
+        if len(msg.body) >= self.compress_msg_body_over:
+            # Java's default Deflater level 5; the type bits say zlib to 4.9.4+ consumers.
+            return zlib.compress(msg.body, 5), COMPRESSED_FLAG | COMPRESSION_ZLIB
+        return msg.body, 0
+
+    def _record_latency(self, broker: str, started: float, failed: bool) -> None:
+        if self.fault is not None:
+            self.fault.update_fault_item(broker, int((time.monotonic() - started) * 1000), isolation=failed)
+
+    async def _publish_info(self, instance: MQClientInstance, topic: str, deadline: float) -> TopicPublishInfo:
+        info = self._publish.get(topic)
+        if info is not None and info.queues:
+            return info
+        timeout = max(deadline - time.monotonic(), 0.001)
+        try:
+            route = await instance.update_topic_route(topic, timeout)
+            info = TopicPublishInfo(topic, route)
+        except NoRouteError as first:
+            # Auto-creation: send with the template topic's route; the broker creates the topic
+            # from TBW102 if its autoCreateTopicEnable allows (behaviours.md §6).
+            try:
+                template = await instance.get_topic_route_from_namesrv(self.create_topic_key, timeout)
+            except NoRouteError:
+                raise NoRouteError(f"{first} -- and the auto-create template topic {self.create_topic_key} has no "
+                                   "route either: autoCreateTopicEnable is off on every broker, so create the topic "
+                                   "first (mqadmin updateTopic)", first.code) from None
+            for bd in template.brokerDatas:
+                instance.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+            info = TopicPublishInfo(topic, template, self.default_topic_queue_nums)
+        if not info.queues:
+            raise NoRouteError(f"No writable queue of topic {topic} on a master broker", ResponseCode.TOPIC_NOT_EXIST)
+        self._publish[topic] = info
+        return info
+
+    async def _broker_addr(self, instance: MQClientInstance, mq: MessageQueue) -> str:
+        addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await instance.update_topic_route(mq.topic)
+            addr = instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    def _request(self, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int, props: dict[str, str],
+                 code: int) -> RemotingCommand:
+        header = SendMessageRequestHeader(
+            producerGroup=self.group, topic=mq.topic, defaultTopic=self.create_topic_key,
+            defaultTopicQueueNums=self.default_topic_queue_nums, queueId=mq.queue_id, sysFlag=sys_flag,
+            bornTimestamp=int(time.time() * 1000), flag=msg.flag, properties=properties_to_string(props),
+            reconsumeTimes=0, unitMode=False, batch=code == RequestCode.SEND_BATCH_MESSAGE or None,
+            bname=mq.broker_name)
+        return RemotingCommand.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
+
+    async def _send_to(self, instance: MQClientInstance, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int,
+                       props: dict[str, str], code: int, timeout: float,
+                       uniq_keys: list[str] | None = None) -> SendResult:
+        addr = await self._broker_addr(instance, mq)
+        response = await instance.remoting.invoke(addr, self._request(mq, msg, body, sys_flag, props, code), timeout)
+        status = _STATUS.get(response.code)
+        if status is None:
+            raise MQBrokerError(response.code, response.remark, addr)
+        ext = response.ext_fields or {}
+        uniq = ",".join(uniq_keys) if uniq_keys else props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
+        return SendResult(send_status=status, msg_id=uniq, offset_msg_id=ext.get("msgId", ""),
+                          message_queue=MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
+                          queue_offset=int(ext.get("queueOffset", -1)),
+                          region_id=ext.get("MSG_REGION", "DefaultRegion"),
+                          trace_on=ext.get("TRACE_ON", "true") != "false")
+
+
+def string_props_uniq(properties: str) -> str:
+    return string_to_properties(properties).get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")

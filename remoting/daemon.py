@@ -1,0 +1,44 @@
+"""What every daemon's CLI shares: ``-o key=value`` overrides, the boot line, and running until
+SIGINT/SIGTERM with a graceful shutdown (as uvicorn's server does)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+from remoting.properties import ConfigError
+
+log = logging.getLogger("rocketmq")
+
+
+def parse_overrides(options: list[str]) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {option!r} is not key=value")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def wait_for_stop_signal() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def serve_until_signalled(start: Callable[[], Awaitable[None]], shutdown: Callable[[], Awaitable[None]],
+                                boot_message: Callable[[], str]) -> None:
+    """Start, print the boot line (tests and scripts wait for it on stdout), serve until
+    SIGINT/SIGTERM, then shut down cleanly."""
+    await start()
+    message = boot_message()
+    log.info(message)
+    print(message, flush=True)
+    await wait_for_stop_signal().wait()
+    log.info("shutting down: %s", message.split(" boot success", 1)[0])
+    await shutdown()

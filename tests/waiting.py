@@ -1,0 +1,17 @@
+"""The one way tests wait: poll a condition, bounded by a deadline (no sleeps as synchronization)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    """True as soon as ``predicate()`` holds; False if it still does not after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(interval)
+    return True
