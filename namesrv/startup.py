@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 
 import typer
@@ -45,10 +44,6 @@ def build_config(config_file: str | None, options: list[str], listen_port: int |
     return namesrv_config, server_config  # type: ignore[return-value]
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 @app.command()
 def main(
     config_file: str | None = typer.Option(None, "-c", "--configFile", help="Name server config properties file"),
@@ -69,16 +64,10 @@ def main(
     if print_config:
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
-    # asyncio.Runner installs its own SIGINT handler when it finds Python's default one: it would
-    # cancel the main task in the middle of the graceful shutdown and exit 130. With a handler of
-    # our own in place, Ctrl-C still interrupts the boot, and once serving the loop's handler drains.
-    signal.signal(signal.SIGINT, _interrupt)
     try:
         controller = NamesrvController(namesrv_config, server_config)
         run(serve_until_signalled(controller.start, controller.shutdown, lambda: (
             f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
     except (OSError, ValueError) as exc:
         # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's
         # NameServer also refuses to start then, rather than serve with an empty KV table.

@@ -185,8 +185,10 @@ async def test_unregister_master_and_slave(namesrv: Daemon, client: RemotingClie
     assert info.brokerAddrTable == {} and info.clusterAddrTable == {}
 
 
-def test_sigint_shuts_down_cleanly(daemons: DaemonSet) -> None:
+async def test_sigint_shuts_down_cleanly(daemons: DaemonSet, client: RemotingClient) -> None:
     d = daemons.namesrv(name="int")
+    # One answered request proves the loop has passed the boot line and installed its handlers.
+    assert (await route(client, d.addr, "Any")).code == ResponseCode.TOPIC_NOT_EXIST
     d.proc.send_signal(signal.SIGINT)
     assert d.proc.wait(10) == 0
     assert any("shutting down" in line for line in d.lines)

@@ -100,3 +100,16 @@ def test_bad_option_exits_with_usage_error(tmp_path: str) -> None:
     out = subprocess.run([sys.executable, "-m", "namesrv.startup", "-o", "listenPort=abc", "-p"], capture_output=True,
                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 2 and "listenPort" in out.stderr
+
+
+def test_unreadable_kv_config_refuses_to_start(tmp_path: str) -> None:
+    # Serving with an empty table would silently drop ORDER_TOPIC_CONFIG; the KV file is read
+    # before the listener opens, so this needs no socket.
+    os.makedirs(os.path.join(str(tmp_path), "namesrv"))
+    for name in ("kvConfig.json", "kvConfig.json.bak"):
+        with open(os.path.join(str(tmp_path), "namesrv", name), "w", encoding="utf-8") as f:
+            f.write("{not json")
+    out = subprocess.run([sys.executable, "-m", "namesrv.startup", "--home", str(tmp_path), "-l", "0",
+                          "--bind-address", "127.0.0.1"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert out.returncode == 1 and "cannot start" in out.stderr and "kvConfig.json" in out.stderr
