@@ -26,6 +26,7 @@ class Daemon:
     addr: str
     home: str
     lines: list[str] = field(default_factory=list)
+    killed: bool = False  # SIGKILLed on purpose: its exit code says nothing about a clean shutdown
 
     @property
     def port(self) -> int:
@@ -45,6 +46,7 @@ class Daemon:
         return self.proc.returncode
 
     def kill(self) -> None:
+        self.killed = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
@@ -134,5 +136,11 @@ class DaemonSet:
         return d
 
     def stop_all(self) -> dict[str, int]:
-        """SIGTERM every daemon still running (brokers first: they unregister from NameServers)."""
-        return {d.name + "@" + d.addr: d.stop() for d in reversed(self.started)}
+        """SIGTERM every daemon still running, newest first (brokers before the NameServers they
+        unregister from); returns the exit codes of those not killed on purpose."""
+        codes: dict[str, int] = {}
+        for d in reversed(self.started):
+            code = d.stop()
+            if not d.killed:
+                codes[f"{d.name}@{d.addr}"] = code
+        return codes

@@ -260,3 +260,9 @@ async def test_bad_input_changes_nothing(namesrv: Daemon, client: RemotingClient
     assert set(info.brokerAddrTable) == {"broker-a"}, "no bad registration reached the registry"
     assert (await route(client, ns, "Keep")).body == before
     assert namesrv.alive()
+
+
+def test_fixture_accepts_a_daemon_killed_on_purpose(daemons: DaemonSet) -> None:
+    d = daemons.namesrv(name="killed")
+    d.kill()
+    assert not d.alive() and daemons.stop_all() == {}
