@@ -1,12 +1,17 @@
-"""Python SDK: producers (consumers, admin and the Spark connector are coming)."""
+"""Python SDK: Producer, PushConsumer, LitePullConsumer (admin and the Spark connector are coming)."""
 
 from client.allocate import MessageQueue
 from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
+from client.lite_pull_consumer import LitePullConsumer
 from client.message import Message, MessageExt, SendResult, SendStatus
 from client.producer import Producer, select_by_hash
+from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
 
 __all__ = [
     "ClientStateError",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
+    "LitePullConsumer",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -15,6 +20,7 @@ __all__ = [
     "MessageValidationError",
     "NoRouteError",
     "Producer",
+    "PushConsumer",
     "SendResult",
     "SendStatus",
     "select_by_hash",

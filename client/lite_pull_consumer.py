@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
-from client.errors import ClientStateError, MQClientError
+from client.errors import ClientStateError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -117,7 +117,11 @@ class LitePullConsumer:
         instance.members[f"consumer:{self.group}"] = self
         instance.consumer_listeners.setdefault(self.group, []).append(self._rebalance_now.set)
         for topic in self.subscriptions:
-            await instance.update_topic_route(topic)
+            try:
+                await instance.update_topic_route(topic)
+            except NoRouteError as exc:
+                # Java logs this and rebalances later: the topic may be created after us.
+                log.warning("subscribed topic has no route yet: %s", exc)
         await instance.send_heartbeat_to_all_brokers()
         loop = asyncio.get_running_loop()
         if self._assigned_fixed is not None:
@@ -132,11 +136,11 @@ class LitePullConsumer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
-        for task in self._tasks:
+        running = [*self._tasks, *(s.task for s in self._queues.values() if s.task)]
+        for task in running:
             task.cancel()
-        for state in self._queues.values():
-            if state.task:
-                state.task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        self._tasks = []
         if self.auto_commit:
             await self._commit(instance)
         instance.members.pop(f"consumer:{self.group}", None)
@@ -243,7 +247,11 @@ class LitePullConsumer:
         instance = self._require_started()
         wanted: list[MessageQueue] = []
         for topic in self.subscriptions:
-            route = await instance.update_topic_route(topic)
+            try:
+                route = await instance.update_topic_route(topic)
+            except NoRouteError as exc:
+                log.warning("rebalance: %s", exc)
+                continue
             mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
                             if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
             if not mq_all:
@@ -320,6 +328,10 @@ class LitePullConsumer:
             raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
         return int((r.ext_fields or {})["offset"])
 
+    async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+        """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
+        await self._buffer.put(_Batch(state.mq, msgs))
+
     async def _start_offset(self, mq: MessageQueue) -> int:
         committed = await self._offset_request(RequestCode.QUERY_CONSUMER_OFFSET, mq, {"consumerGroup": self.group})
         if committed >= 0:
@@ -360,7 +372,7 @@ class LitePullConsumer:
                             if not sub.tagsSet or m.properties.get(MessageConst.TAGS) in sub.tagsSet]
                     state.next_offset = int(ext["nextBeginOffset"])
                     if msgs:
-                        await self._buffer.put(_Batch(mq, msgs))
+                        await self._deliver(state, msgs)
                 elif r.code in (ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED):
                     state.next_offset = int(ext.get("nextBeginOffset", state.next_offset))
                 elif r.code != ResponseCode.PULL_NOT_FOUND:

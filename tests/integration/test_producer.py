@@ -64,7 +64,6 @@ async def test_sync_send_auto_creates_and_reports(producer: Producer, cluster: t
 
 async def test_async_oneway_and_queue_choice(producer: Producer, cluster: tuple[Daemon, Daemon]) -> None:
     done: asyncio.Queue[SendResult | BaseException] = asyncio.Queue()
-    await producer.send(Message("ProdModes", b"warm"))  # route resolved
     queues = await producer.fetch_publish_message_queues("ProdModes")
     for i in range(5):
         producer.send_async(Message("ProdModes", f"a{i}".encode()),

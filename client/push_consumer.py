@@ -1,0 +1,120 @@
+"""PushConsumer: RocketMQ's DefaultMQPushConsumer on asyncio.
+
+It pulls like the lite consumer (rebalanced queues, one long-polling pull loop per queue) and
+calls your listener for every message. Concurrent listeners run up to ``consume_concurrency``
+calls at once; a queue's offset advances only past messages whose calls have all returned, so a
+crash re-delivers rather than loses. Orderly listeners consume one queue at a time, in order,
+retrying a failed message in place.
+
+Failed messages: the broker's retry topic path (CONSUMER_SEND_MSG_BACK) arrives with issue 9;
+until then a message the listener fails is retried here, after ``local_retry_delay``, up to
+``max_reconsume_times``, and every local retry is logged as such.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from enum import Enum
+
+from client.lite_pull_consumer import LitePullConsumer, _QueueState
+from remoting.protocol.heartbeat import ConsumerData, ConsumeType, MessageModel
+from remoting.protocol.message import MessageExt
+
+log = logging.getLogger("rocketmq.client")
+
+
+class ConsumeConcurrentlyStatus(Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyStatus(Enum):
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+ConcurrentListener = Callable[[list[MessageExt]], Awaitable[ConsumeConcurrentlyStatus]]
+OrderlyListener = Callable[[list[MessageExt]], Awaitable[ConsumeOrderlyStatus]]
+
+
+class PushConsumer(LitePullConsumer):
+    def __init__(self, group: str, namesrv_addr: str | None = None, *, consume_concurrency: int = 20,
+                 max_reconsume_times: int = 16, local_retry_delay: float = 1.0,
+                 suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
+                 **kwargs: object) -> None:
+        super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
+        self.consume_concurrency = consume_concurrency
+        self.max_reconsume_times = max_reconsume_times
+        self.local_retry_delay = local_retry_delay
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self._listener: ConcurrentListener | None = None
+        self._orderly: OrderlyListener | None = None
+        self._slots = asyncio.Semaphore(consume_concurrency)
+
+    def register_message_listener(self, listener: ConcurrentListener) -> None:
+        self._listener = listener
+
+    def register_orderly_listener(self, listener: OrderlyListener) -> None:
+        self._orderly = listener
+
+    async def start(self) -> None:
+        if self._listener is None and self._orderly is None:
+            raise ValueError("register a message listener before start()")
+        await super().start()
+
+    def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
+        _, consumers = super().heartbeat_data()
+        for data in consumers:
+            data.consumeType = ConsumeType.CONSUME_PASSIVELY
+            data.messageModel = MessageModel.CLUSTERING
+        return [], consumers
+
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        raise TypeError("a PushConsumer delivers to its listener; use LitePullConsumer to poll")
+
+    async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+        # Pulls of one queue wait for its previous batch: the queue's offset only moves past
+        # messages the listener has finished with, and orderly consumption keeps its order.
+        if self._orderly is not None:
+            await self._consume_orderly(state, msgs)
+        else:
+            await asyncio.gather(*(self._consume_one(m) for m in msgs))
+        state.consumed_offset = msgs[-1].queue_offset + 1
+
+    async def _consume_one(self, msg: MessageExt) -> None:
+        assert self._listener is not None
+        while True:
+            async with self._slots:
+                try:
+                    status = await self._listener([msg])
+                except Exception:
+                    log.exception("consumeMessage exception, group %s msg %s", self.group, msg.msg_id)
+                    status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+                return
+            if msg.reconsume_times >= self.max_reconsume_times:
+                log.warning("message %s failed %d times, giving up (dead-letter handling comes with broker retries)",
+                            msg.msg_id, msg.reconsume_times + 1)
+                return
+            msg.reconsume_times += 1
+            log.info("message %s failed; retrying locally in %.1fs (reconsumeTimes=%d): broker send-back is not "
+                     "available yet", msg.msg_id, self.local_retry_delay, msg.reconsume_times)
+            await asyncio.sleep(self.local_retry_delay)
+
+    async def _consume_orderly(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+        assert self._orderly is not None
+        for msg in msgs:
+            while True:
+                try:
+                    status = await self._orderly([msg])
+                except Exception:
+                    log.exception("consumeMessage exception, group %s msg %s", self.group, msg.msg_id)
+                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if status == ConsumeOrderlyStatus.SUCCESS:
+                    break
+                msg.reconsume_times += 1
+                # The queue is suspended in place: later messages wait, so order holds.
+                await asyncio.sleep(self.suspend_current_queue_time)
+            state.consumed_offset = msg.queue_offset + 1
