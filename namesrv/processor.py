@@ -122,7 +122,11 @@ class DefaultRequestProcessor:
             return request.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         filters: list[str] | None = None
         wrapper: TopicConfigSerializeWrapper | None = None
-        if body:
+        if not body and request.version >= V3_0_11:
+            # Java registers a bodiless broker with an empty table at data version 0/0, so a
+            # later QUERY_DATA_VERSION compares against that, not against our clock.
+            wrapper = TopicConfigSerializeWrapper(dataVersion=DataVersion(counter=0, timestamp=0))
+        elif body:
             try:
                 if h.compressed:
                     reg = RegisterBrokerBody.decode_compressed(body)

@@ -90,10 +90,7 @@ class RouteInfoManager:
             log.info("new broker registered, %s HAServer: %s", broker_addr, ha_server_addr)
 
         if filter_server_list is not None:
-            if filter_server_list:
-                self.filter_server_table[broker_addr] = list(filter_server_list)
-            else:
-                self.filter_server_table.pop(broker_addr, None)
+            self._set_filter_servers(broker_addr, filter_server_list)
 
         if broker_id != MASTER_ID:
             master_addr = broker_data.brokerAddrs.get(MASTER_ID)
@@ -131,7 +128,7 @@ class RouteInfoManager:
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         removed = self.broker_live_table.pop(broker_addr, None)
-        self.filter_server_table.pop(broker_addr, None)
+        self._set_filter_servers(broker_addr, [])
         log.info("unregisterBroker, remove from brokerLiveTable %s, %s", "OK" if removed else "Failed", broker_addr)
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is None:
@@ -178,7 +175,7 @@ class RouteInfoManager:
             return
         log.info("the broker's channel destroyed, %s, clean it's data structure at once", broker_addr)
         self.broker_live_table.pop(broker_addr, None)
-        self.filter_server_table.pop(broker_addr, None)
+        self._set_filter_servers(broker_addr, [])
         removed_names: list[str] = []
         for name, data in list(self.broker_addr_table.items()):
             for bid in [b for b, a in data.brokerAddrs.items() if a == broker_addr]:
@@ -237,6 +234,19 @@ class RouteInfoManager:
         self._route_cache.pop((topic, True), None)
         self._route_cache.pop((topic, False), None)
 
+    def _set_filter_servers(self, broker_addr: str, servers: list[str]) -> None:
+        """An empty list removes the entry (as RocketMQ does); a change reaches every cached route
+        that lists this address, whichever broker name it is registered under."""
+        old = self.filter_server_table.get(broker_addr, [])
+        if servers:
+            self.filter_server_table[broker_addr] = list(servers)
+        else:
+            self.filter_server_table.pop(broker_addr, None)
+        if old != servers:
+            for name, data in self.broker_addr_table.items():
+                if broker_addr in data.brokerAddrs.values():
+                    self._invalidate_broker(name)
+
     def _invalidate_broker(self, broker_name: str) -> None:
         for topic, queues in self.topic_queue_table.items():
             if broker_name in queues:
@@ -284,7 +294,9 @@ class RouteInfoManager:
 
     def get_system_topic_list(self) -> tuple[list[str], str | None]:
         """Cluster and broker names (each a topic in RocketMQ), and one broker address."""
-        topics = list(self.cluster_addr_table) + [n for names in self.cluster_addr_table.values() for n in names]
+        # A set in Java: a cluster named like one of its brokers is listed once.
+        topics = list(dict.fromkeys([*self.cluster_addr_table,
+                                     *(n for names in self.cluster_addr_table.values() for n in sorted(names))]))
         addr = next((a for bd in self.broker_addr_table.values() for a in bd.brokerAddrs.values()), None)
         return topics, addr
 

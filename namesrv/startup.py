@@ -68,7 +68,9 @@ def main(
         controller = NamesrvController(namesrv_config, server_config)
         run(serve_until_signalled(controller.start, controller.shutdown, lambda: (
             f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's
+        # NameServer also refuses to start then, rather than serve with an empty KV table.
         typer.echo(f"mqnamesrv: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None
 

@@ -11,7 +11,7 @@ import json
 import struct
 import zlib
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from remoting.protocol.json_body import JsonBody, unquote_int_keys
 from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
@@ -23,7 +23,8 @@ class QueueData(JsonBody):
     brokerName: str
     perm: int
     readQueueNums: int
-    topicSysFlag: int = 0
+    # NameServers up to 4.8.0 wrote this as ``topicSynFlag``; our SDK reads routes from those too.
+    topicSysFlag: int = Field(default=0, validation_alias=AliasChoices("topicSysFlag", "topicSynFlag"))
     writeQueueNums: int
 
 
@@ -86,7 +87,14 @@ class RegisterBrokerBody(JsonBody):
 
     @classmethod
     def decode_compressed(cls, data: bytes) -> RegisterBrokerBody:
-        raw = zlib.decompress(data)
+        """Read the ``compressed=true`` form; anything malformed raises ValueError (or zlib.error)."""
+        try:
+            return cls._decode_compressed(zlib.decompress(data))
+        except struct.error as exc:
+            raise ValueError(f"compressed register body truncated: {exc}") from None
+
+    @classmethod
+    def _decode_compressed(cls, raw: bytes) -> RegisterBrokerBody:
         pos = 0
 
         def take() -> bytes:

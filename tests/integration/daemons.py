@@ -26,6 +26,7 @@ class Daemon:
     addr: str
     home: str
     lines: list[str] = field(default_factory=list)
+    killed: bool = False  # SIGKILLed on purpose: its exit code says nothing about a clean shutdown
 
     @property
     def port(self) -> int:
@@ -45,6 +46,7 @@ class Daemon:
         return self.proc.returncode
 
     def kill(self) -> None:
+        self.killed = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
@@ -89,10 +91,13 @@ def _spawn(name: str, args: list[str], home: str, boot_marker: str, timeout: flo
             return Daemon(name, proc, addr, home, lines)
 
 
-def start_namesrv(home: str, *options: str, timeout: float = 30.0) -> Daemon:
-    """A NameServer on 127.0.0.1 with a free port and its own home dir; ``options`` are key=value."""
+def start_namesrv(home: str, *options: str, config_file: str | None = None, timeout: float = 30.0) -> Daemon:
+    """A NameServer on 127.0.0.1 with a free port and its own home dir; ``options`` are key=value
+    overrides applied after ``config_file`` (a RocketMQ properties file, as ``-c`` takes)."""
     os.makedirs(home, exist_ok=True)
     args = ["namesrv.startup", "--home", home, "--listen-port", "0", "--bind-address", "127.0.0.1"]
+    if config_file is not None:
+        args += ["-c", config_file]
     for option in options:
         args += ["-o", option]
     return _spawn("mqnamesrv", args, home, "The Name Server boot success", timeout)
@@ -107,3 +112,35 @@ def start_broker(home: str, namesrv_addr: str, *options: str, name: str = "broke
     for option in options:
         args += ["-o", option]
     return _spawn(f"mqbroker-{name}", args, home, "boot success", timeout)
+
+
+class DaemonSet:
+    """Every daemon one test started, under one temp dir; stopping them all is the fixture's job.
+
+    The ``daemons`` fixture of tests/integration/conftest.py hands one of these to a test, so a
+    test asks for the NameServers and Brokers it needs instead of writing its own start/stop.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.started: list[Daemon] = []
+
+    def namesrv(self, *options: str, name: str = "ns", config_file: str | None = None) -> Daemon:
+        d = start_namesrv(os.path.join(self.root, name), *options, config_file=config_file)
+        self.started.append(d)
+        return d
+
+    def broker(self, namesrv_addr: str, *options: str, name: str = "broker-a") -> Daemon:
+        d = start_broker(os.path.join(self.root, name), namesrv_addr, *options, name=name)
+        self.started.append(d)
+        return d
+
+    def stop_all(self) -> dict[str, int]:
+        """SIGTERM every daemon still running, newest first (brokers before the NameServers they
+        unregister from); returns the exit codes of those not killed on purpose."""
+        codes: dict[str, int] = {}
+        for d in reversed(self.started):
+            code = d.stop()
+            if not d.killed:
+                codes[f"{d.name}@{d.addr}"] = code
+        return codes

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+import zlib
 
 import pytest
 
@@ -15,23 +16,18 @@ from remoting.protocol.json_body import loads
 from remoting.protocol.namesrv import RegisterBrokerRequestHeader
 from remoting.protocol.route import ClusterInfo, RegisterBrokerBody, TopicRouteData
 from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from tests.integration.daemons import Daemon, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet
 
-SHORT_EXPIRY = ("brokerChannelExpiredTime=1500", "scanNotActiveBrokerInterval=200")
-
-
-@pytest.fixture
-def namesrv(tmp_path: str) -> Iterator[Daemon]:
-    d = start_namesrv(os.path.join(str(tmp_path), "ns"), *SHORT_EXPIRY)
-    yield d
-    assert d.stop() == 0, "SIGTERM must shut the NameServer down cleanly"
+# Shortened liveness (ms) so expiry is observable in seconds; passed as a properties file (-c).
+SHORT_EXPIRY = "brokerChannelExpiredTime=1500\nscanNotActiveBrokerInterval=200\n"
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()
+def namesrv(daemons: DaemonSet, tmp_path: str) -> Daemon:
+    conf = os.path.join(str(tmp_path), "namesrv.conf")
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(SHORT_EXPIRY)
+    return daemons.namesrv(config_file=conf)
 
 
 def register_request(broker_name: str, addr: str, topics: dict[str, int], counter: int = 1,
@@ -112,44 +108,90 @@ async def test_silent_broker_expires_and_closed_connection_drops_at_once(namesrv
         await silent.close()
 
 
-async def test_two_nameservers_are_independent(tmp_path: str, client: RemotingClient) -> None:
-    a = start_namesrv(os.path.join(str(tmp_path), "a"))
-    b = start_namesrv(os.path.join(str(tmp_path), "b"))
-    try:
-        assert a.port != b.port
-        await client.invoke(a.addr, register_request("broker-a", "10.0.0.1:10911", {"OnlyOnA": 1}), 3)
-        assert (await route(client, a.addr, "OnlyOnA")).code == ResponseCode.SUCCESS
-        assert (await route(client, b.addr, "OnlyOnA")).code == ResponseCode.TOPIC_NOT_EXIST
-    finally:
-        a.stop()
-        b.stop()
+async def test_two_nameservers_are_independent(daemons: DaemonSet, client: RemotingClient) -> None:
+    a, b = daemons.namesrv(name="a"), daemons.namesrv(name="b")
+    assert a.port != b.port
+    await client.invoke(a.addr, register_request("broker-a", "10.0.0.1:10911", {"OnlyOnA": 1}), 3)
+    assert (await route(client, a.addr, "OnlyOnA")).code == ResponseCode.SUCCESS
+    assert (await route(client, b.addr, "OnlyOnA")).code == ResponseCode.TOPIC_NOT_EXIST
 
 
-async def test_kv_config_and_order_topic_conf_survive_restart(tmp_path: str, client: RemotingClient) -> None:
-    home = os.path.join(str(tmp_path), "kv")
-    d = start_namesrv(home, "orderMessageEnable=true")
-    try:
-        put = RemotingCommand.request(RequestCode.PUT_KV_CONFIG,
-                                      {"namespace": "ORDER_TOPIC_CONFIG", "key": "Orders", "value": "broker-a:4"})
-        assert (await client.invoke(d.addr, put, 3)).code == ResponseCode.SUCCESS
-        reg = await client.invoke(d.addr, register_request("broker-a", "10.0.0.1:10911", {"Orders": 4}), 3)
-        assert loads(reg.body) == {"table": {"Orders": "broker-a:4"}}, "registration answers the order config"
-        r = await route(client, d.addr, "Orders")
-        assert json.loads(r.body)["orderTopicConf"] == "broker-a:4"
-    finally:
-        d.stop()
-    d = start_namesrv(home)
-    try:
-        get = RemotingCommand.request(RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "Orders"})
-        assert (await client.invoke(d.addr, get, 3)).ext_fields == {"value": "broker-a:4"}
-        lst = RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"})
-        assert loads((await client.invoke(d.addr, lst, 3)).body) == {"table": {"Orders": "broker-a:4"}}
-        delete = RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG",
-                                                                        "key": "Orders"})
-        assert (await client.invoke(d.addr, delete, 3)).code == ResponseCode.SUCCESS
-        assert (await client.invoke(d.addr, get, 3)).code == ResponseCode.QUERY_NOT_FOUND
-    finally:
-        d.stop()
+async def test_kv_config_and_order_topic_conf_survive_restart(daemons: DaemonSet, client: RemotingClient) -> None:
+    d = daemons.namesrv("orderMessageEnable=true", name="kv")
+    put = RemotingCommand.request(RequestCode.PUT_KV_CONFIG,
+                                  {"namespace": "ORDER_TOPIC_CONFIG", "key": "Orders", "value": "broker-a:4"})
+    assert (await client.invoke(d.addr, put, 3)).code == ResponseCode.SUCCESS
+    reg = await client.invoke(d.addr, register_request("broker-a", "10.0.0.1:10911", {"Orders": 4}), 3)
+    assert loads(reg.body) == {"table": {"Orders": "broker-a:4"}}, "registration answers the order config"
+    r = await route(client, d.addr, "Orders")
+    assert json.loads(r.body)["orderTopicConf"] == "broker-a:4"
+    assert d.stop() == 0
+
+    d = daemons.namesrv(name="kv")  # same home dir: kvConfig.json is read back
+    get = RemotingCommand.request(RequestCode.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": "Orders"})
+    assert (await client.invoke(d.addr, get, 3)).ext_fields == {"value": "broker-a:4"}
+    await client.invoke(d.addr, register_request("broker-a", "10.0.0.1:10911", {"Orders": 4}), 3)
+    assert json.loads((await route(client, d.addr, "Orders")).body).get("orderTopicConf") is None, \
+        "orderTopicConf only with orderMessageEnable"
+    lst = RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ORDER_TOPIC_CONFIG"})
+    assert loads((await client.invoke(d.addr, lst, 3)).body) == {"table": {"Orders": "broker-a:4"}}
+    delete = RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG",
+                                                                    "key": "Orders"})
+    assert (await client.invoke(d.addr, delete, 3)).code == ResponseCode.SUCCESS
+    assert (await client.invoke(d.addr, get, 3)).code == ResponseCode.QUERY_NOT_FOUND
+
+
+async def test_compressed_and_bodiless_registrations(namesrv: Daemon, client: RemotingClient) -> None:
+    ns = namesrv.addr
+    plain = register_request("broker-z", "10.0.0.7:10911", {"Zipped": 2, "Zapped": 3}, counter=9)
+    body = RegisterBrokerBody.decode(plain.body).encode_compressed()
+    plain.ext_fields.update(compressed="true", bodyCrc32=str(zlib.crc32(body) & 0x7FFFFFFF))  # type: ignore[union-attr]
+    plain.body = body
+    assert (await client.invoke(ns, plain, 3)).code == ResponseCode.SUCCESS
+    qds = json.loads((await route(client, ns, "Zapped")).body)["queueDatas"]
+    assert [(q["brokerName"], q["writeQueueNums"]) for q in qds] == [("broker-z", 3)]
+
+    # A broker with no body registers an empty table at data version 0/0, as Java does.
+    bare = RemotingCommand.request(RequestCode.REGISTER_BROKER, RegisterBrokerRequestHeader(
+        brokerName="broker-e", brokerAddr="10.0.0.8:10911", clusterName="DefaultCluster",
+        haServerAddr="10.0.0.8:10912", brokerId=0))
+    assert (await client.invoke(ns, bare, 3)).code == ResponseCode.SUCCESS
+    query = {"brokerName": "broker-e", "brokerAddr": "10.0.0.8:10911", "clusterName": "DefaultCluster",
+             "brokerId": "0"}
+    same = await client.invoke(ns, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, query,
+                                                           DataVersion(counter=0, timestamp=0).encode()), 3)
+    assert same.ext_fields == {"changed": "false"} and loads(same.body) == {"counter": 0, "timestamp": 0}
+    newer = await client.invoke(ns, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, query,
+                                                            DataVersion(counter=1, timestamp=5).encode()), 3)
+    assert newer.ext_fields == {"changed": "true"}
+
+
+async def test_unregister_master_and_slave(namesrv: Daemon, client: RemotingClient) -> None:
+    ns = namesrv.addr
+    await client.invoke(ns, register_request("broker-u", "10.0.0.1:10911", {"U": 2}), 3)
+    await client.invoke(ns, register_request("broker-u", "10.0.0.2:10911", {"U": 2}, broker_id=1), 3)
+
+    def unregister(addr: str, broker_id: int) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+            "brokerName": "broker-u", "brokerAddr": addr, "clusterName": "DefaultCluster", "brokerId": str(broker_id)})
+
+    assert (await client.invoke(ns, unregister("10.0.0.2:10911", 1), 3)).code == ResponseCode.SUCCESS
+    body = json.loads((await route(client, ns, "U")).body)
+    assert body["brokerDatas"][0]["brokerAddrs"] == {"0": "10.0.0.1:10911"}
+    assert (await client.invoke(ns, unregister("10.0.0.1:10911", 0), 3)).code == ResponseCode.SUCCESS
+    assert (await route(client, ns, "U")).code == ResponseCode.TOPIC_NOT_EXIST
+    info = ClusterInfo.decode((await client.invoke(ns, RemotingCommand.request(
+        RequestCode.GET_BROKER_CLUSTER_INFO), 3)).body)
+    assert info.brokerAddrTable == {} and info.clusterAddrTable == {}
+
+
+async def test_sigint_shuts_down_cleanly(daemons: DaemonSet, client: RemotingClient) -> None:
+    d = daemons.namesrv(name="int")
+    # One answered request proves the loop has passed the boot line and installed its handlers.
+    assert (await route(client, d.addr, "Any")).code == ResponseCode.TOPIC_NOT_EXIST
+    d.proc.send_signal(signal.SIGINT)
+    assert d.proc.wait(10) == 0
+    assert any("shutting down" in line for line in d.lines)
 
 
 async def test_admin_requests(namesrv: Daemon, client: RemotingClient) -> None:
@@ -201,6 +243,12 @@ async def test_bad_input_changes_nothing(namesrv: Daemon, client: RemotingClient
     resp = await client.invoke(ns, crc, 3)
     assert resp.code == ResponseCode.SYSTEM_ERROR and resp.remark == "crc32 not match"
 
+    zipped = RemotingCommand.request(RequestCode.REGISTER_BROKER, RegisterBrokerRequestHeader(
+        brokerName="broker-w", brokerAddr="10.0.0.10:10911", clusterName="DefaultCluster", haServerAddr="x",
+        brokerId=0, compressed=True), zlib.compress(b"\x00\x00\x00\x02{}\x00"))
+    resp = await client.invoke(ns, zipped, 3)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "bad register broker body" in resp.remark
+
     no_topic = await client.invoke(ns, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC), 3)
     assert no_topic.code == ResponseCode.SYSTEM_ERROR and "<topic> is null" in no_topic.remark
 
@@ -212,3 +260,9 @@ async def test_bad_input_changes_nothing(namesrv: Daemon, client: RemotingClient
     assert set(info.brokerAddrTable) == {"broker-a"}, "no bad registration reached the registry"
     assert (await route(client, ns, "Keep")).body == before
     assert namesrv.alive()
+
+
+def test_fixture_accepts_a_daemon_killed_on_purpose(daemons: DaemonSet) -> None:
+    d = daemons.namesrv(name="killed")
+    d.kill()
+    assert not d.alive() and daemons.stop_all() == {}
