@@ -35,10 +35,12 @@ async def serve_until_signalled(start: Callable[[], Awaitable[None]], shutdown: 
                                 boot_message: Callable[[], str]) -> None:
     """Start, print the boot line (tests and scripts wait for it on stdout), serve until
     SIGINT/SIGTERM, then shut down cleanly."""
+    # Handlers first: a signal sent the moment the boot line appears must already drain.
+    stop = wait_for_stop_signal()
     await start()
     message = boot_message()
     log.info(message)
     print(message, flush=True)
-    await wait_for_stop_signal().wait()
+    await stop.wait()
     log.info("shutting down: %s", message.split(" boot success", 1)[0])
     await shutdown()
