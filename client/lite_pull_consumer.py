@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
 from client.errors import ClientStateError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from client.offset_store import LocalFileOffsetStore
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -76,6 +77,7 @@ class LitePullConsumer:
     def __init__(self, group: str, namesrv_addr: str | None = None, *, instance_name: str = "DEFAULT",
                  pull_batch_size: int = 10, auto_commit: bool = True, auto_commit_interval: float = 5.0,
                  consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                 consume_timestamp: int | None = None, message_model: MessageModel = MessageModel.CLUSTERING,
                  pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
                  rebalance_interval: float = 20.0,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None) -> None:
@@ -85,6 +87,11 @@ class LitePullConsumer:
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.consume_from_where = consume_from_where
+        # Java's default: half an hour before the consumer was created.
+        self.consume_timestamp = consume_timestamp if consume_timestamp is not None else int(
+            (time.time() - 1800) * 1000)
+        self.message_model = message_model
+        self._local_offsets: LocalFileOffsetStore | None = None
         self.broker_suspend_max_time = broker_suspend_max_time
         self.rebalance_interval = rebalance_interval
         self.strategy = allocate_strategy or AllocateMessageQueueAveragely()
@@ -113,6 +120,9 @@ class LitePullConsumer:
         if self._instance is not None:
             return
         self._instance = instance = await MQClientManager.acquire(self.config)
+        if self.message_model == MessageModel.BROADCASTING:
+            self._local_offsets = LocalFileOffsetStore(instance.client_id, self.group)
+            self._local_offsets.load()
         instance.members[f"consumer:{self.group}"] = self
         instance.consumer_listeners.setdefault(self.group, []).append(self._rebalance_now.set)
         for topic in self.subscriptions:
@@ -158,7 +168,7 @@ class LitePullConsumer:
 
     def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
         return [], [ConsumerData(groupName=self.group, consumeType=ConsumeType.CONSUME_ACTIVELY,
-                                 messageModel=MessageModel.CLUSTERING, consumeFromWhere=self.consume_from_where,
+                                 messageModel=self.message_model, consumeFromWhere=self.consume_from_where,
                                  subscriptionDataSet=list(self.subscriptions.values()))]
 
     def topics(self) -> set[str]:
@@ -255,6 +265,9 @@ class LitePullConsumer:
                             if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
             if not mq_all:
                 continue
+            if self.message_model == MessageModel.BROADCASTING:
+                wanted.extend(mq_all)  # every member consumes every queue
+                continue
             cids = await self._consumer_ids(instance, topic)
             if instance.client_id not in cids:
                 # The broker has not heard from us yet (the route, and so the broker, was unknown
@@ -301,7 +314,14 @@ class LitePullConsumer:
                 await self._commit(self._instance)
 
     async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None) -> None:
-        for state in list(self._queues.values()) if states is None else states:
+        chosen = list(self._queues.values()) if states is None else states
+        if self._local_offsets is not None:
+            for state in chosen:
+                if state.consumed_offset >= 0:
+                    self._local_offsets.update(state.mq, state.consumed_offset)
+            await asyncio.to_thread(self._local_offsets.persist)
+            return
+        for state in chosen:
             mq = state.mq
             if state.consumed_offset < 0:
                 continue
@@ -332,11 +352,23 @@ class LitePullConsumer:
         await self._buffer.put(_Batch(state.mq, msgs))
 
     async def _start_offset(self, mq: MessageQueue) -> int:
-        committed = await self._offset_request(RequestCode.QUERY_CONSUMER_OFFSET, mq, {"consumerGroup": self.group})
+        """The committed offset, else where consumeFromWhere says (behaviours.md §2)."""
+        if self._local_offsets is not None:
+            committed = self._local_offsets.read(mq)
+        else:
+            # From a timestamp means from that time even on a young queue: ask the broker (5.x's
+            # setZeroIfNotFound) not to answer 0 for a group it has no offset for.
+            extra = {"consumerGroup": self.group}
+            if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+                extra["setZeroIfNotFound"] = "false"
+            committed = await self._offset_request(RequestCode.QUERY_CONSUMER_OFFSET, mq, extra)
         if committed >= 0:
             return committed
         if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
+        if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not mq.topic.startswith("%RETRY%"):
+            return await self._offset_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq,
+                                              {"timestamp": str(self.consume_timestamp)})
         return await self._offset_request(RequestCode.GET_MAX_OFFSET, mq)
 
     async def _pull_loop(self, state: _QueueState) -> None:

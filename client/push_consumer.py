@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from enum import Enum
 
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
-from remoting.protocol.heartbeat import ConsumerData, ConsumeType, MessageModel
+from remoting.protocol.heartbeat import ConsumerData, ConsumeType
 from remoting.protocol.message import MessageExt
 
 log = logging.getLogger("rocketmq.client")
@@ -68,7 +68,6 @@ class PushConsumer(LitePullConsumer):
         _, consumers = super().heartbeat_data()
         for data in consumers:
             data.consumeType = ConsumeType.CONSUME_PASSIVELY
-            data.messageModel = MessageModel.CLUSTERING
         return [], consumers
 
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:

@@ -108,6 +108,8 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     consumerGroup: str
     topic: str
     queueId: int
+    # 5.x: false asks for QUERY_NOT_FOUND instead of 4.9's "0 for a young queue" answer.
+    setZeroIfNotFound: bool | None = None
 
 
 @dataclass

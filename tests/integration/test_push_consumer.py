@@ -123,3 +123,59 @@ async def test_restart_resumes_from_committed_offset(cluster: tuple[Daemon, Daem
     async with second:
         assert await wait_until(lambda: len(seen) >= 15, 10)
     assert sorted(v for n, v in seen if n == "second") == list(range(10, 15)), "nothing consumed twice"
+
+
+async def test_broadcasting_delivers_everything_to_each_and_keeps_local_offsets(
+        cluster: tuple[Daemon, Daemon], tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from remoting.protocol.heartbeat import MessageModel
+
+    monkeypatch.setenv("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR", str(tmp_path))
+    ns = cluster[0].addr
+    await produce(ns, "PushBroadcast", 0, 12)
+    seen: list[tuple[str, int]] = []
+    members = []
+    for name in ("x", "y"):
+        c = PushConsumer("cg_broadcast", ns, consume_from_where=FIRST, message_model=MessageModel.BROADCASTING,
+                         instance_name=name)
+        c.subscribe("PushBroadcast")
+        c.register_message_listener(recorder(seen, name))
+        members.append(c)
+        await c.start()
+    try:
+        assert await wait_until(lambda: len(seen) >= 24, 15)
+        for name in ("x", "y"):
+            assert sorted(v for n, v in seen if n == name) == list(range(12)), f"{name} got everything"
+    finally:
+        for c in members:
+            await c.shutdown()
+    files = [os.path.join(r, f) for r, _, fs in os.walk(str(tmp_path)) for f in fs if f == "offsets.json"]
+    assert len(files) == 2, "each broadcasting member keeps its own offsets file"
+    await produce(ns, "PushBroadcast", 12, 3)
+    again = PushConsumer("cg_broadcast", ns, consume_from_where=FIRST, message_model=MessageModel.BROADCASTING,
+                         instance_name="x")
+    again.subscribe("PushBroadcast")
+    later: list[tuple[str, int]] = []
+    again.register_message_listener(recorder(later, "x"))
+    async with again:
+        assert await wait_until(lambda: len(later) >= 3, 10)
+    assert sorted(v for _, v in later) == [12, 13, 14], "resumed from the local offsets"
+
+
+async def test_consume_from_timestamp(cluster: tuple[Daemon, Daemon]) -> None:
+    import time as _time
+
+    ns = cluster[0].addr
+    await produce(ns, "PushFromTime", 0, 8)
+    # Not synchronization: a gap in store times. The search answers the nearer neighbour of the
+    # timestamp (Java's rule), so the timestamp sits far from the old set and close to the new.
+    await asyncio.sleep(0.5)
+    since = int(_time.time() * 1000)
+    await produce(ns, "PushFromTime", 8, 8)
+    seen: list[tuple[str, int]] = []
+    c = PushConsumer("cg_from_time", ns, consume_from_where=ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
+                     consume_timestamp=since)
+    c.subscribe("PushFromTime")
+    c.register_message_listener(recorder(seen, "t"))
+    async with c:
+        assert await wait_until(lambda: len(seen) >= 8, 10)
+    assert sorted(v for _, v in seen) == list(range(8, 16))
