@@ -6,6 +6,9 @@ calls at once; a queue's offset advances only past messages whose calls have all
 crash re-delivers rather than loses. Orderly listeners consume one queue at a time, in order,
 retrying a failed message in place.
 
+Orderly consumers lock their queues at the broker (LOCK_BATCH_MQ), renew every 20 s, treat a
+lock as lost 30 s after its last grant, and unlock queues they give up.
+
 Failed messages: the broker's retry topic path (CONSUMER_SEND_MSG_BACK) arrives with issue 9;
 until then a message the listener fails is retried here, after ``local_retry_delay``, up to
 ``max_reconsume_times``, and every local retry is logged as such.
@@ -15,14 +18,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
 
+from client.allocate import MessageQueue
+from client.errors import MQClientError
+from client.instance import MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
-from remoting.protocol.heartbeat import ConsumerData, ConsumeType
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingError
+from remoting.protocol.heartbeat import (
+    ConsumerData,
+    ConsumeType,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueueBody,
+)
 from remoting.protocol.message import MessageExt
 
 log = logging.getLogger("rocketmq.client")
+
+# rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (behaviours.md §8).
+LOCK_INTERVAL = 20.0
+CLIENT_LOCK_MAX_LIVE_TIME = 30.0
 
 
 class ConsumeConcurrentlyStatus(Enum):
@@ -52,6 +72,8 @@ class PushConsumer(LitePullConsumer):
         self._listener: ConcurrentListener | None = None
         self._orderly: OrderlyListener | None = None
         self._slots = asyncio.Semaphore(consume_concurrency)
+        # Orderly: queue -> when the broker last granted us its lock.
+        self._locks: dict[MessageQueue, float] = {}
 
     def register_message_listener(self, listener: ConcurrentListener) -> None:
         self._listener = listener
@@ -63,6 +85,70 @@ class PushConsumer(LitePullConsumer):
         if self._listener is None and self._orderly is None:
             raise ValueError("register a message listener before start()")
         await super().start()
+        if self._orderly is not None:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
+
+    async def shutdown(self) -> None:
+        instance = self._instance
+        if instance is not None and self._orderly is not None:
+            await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks))
+        await super().shutdown()
+
+    async def rebalance(self) -> None:
+        before = set(self._queues)
+        await super().rebalance()
+        instance = self._instance
+        if self._orderly is not None and instance is not None:
+            removed = [mq for mq in before if mq not in self._queues]
+            if removed:
+                await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, removed)
+            await self.lock_all()
+
+    # -- orderly locks (behaviours.md §8) ---------------------------------------------------
+
+    async def lock_all(self) -> None:
+        instance = self._instance
+        if instance is None:
+            return
+        granted = await self._lock_request(instance, RequestCode.LOCK_BATCH_MQ, list(self._queues))
+        now = time.monotonic()
+        for mq in list(self._locks):
+            if mq not in granted:
+                del self._locks[mq]
+        for mq in granted:
+            self._locks[mq] = now
+
+    def _holds_lock(self, mq: MessageQueue) -> bool:
+        # The client treats a lock as lost 30 s after its last grant (the broker keeps it 60 s).
+        granted = self._locks.get(mq)
+        return granted is not None and time.monotonic() - granted < CLIENT_LOCK_MAX_LIVE_TIME
+
+    async def _lock_request(self, instance: MQClientInstance, code: int, queues: list[MessageQueue]
+                            ) -> set[MessageQueue]:
+        granted: set[MessageQueue] = set()
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in queues:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for broker, mqs in by_broker.items():
+            body = LockBatchRequestBody(clientId=instance.client_id, consumerGroup=self.group, mqSet=[
+                MessageQueueBody(brokerName=m.broker_name, queueId=m.queue_id, topic=m.topic) for m in mqs])
+            try:
+                addr = await instance.master_addr(mqs[0].topic, broker)
+                r = await instance.remoting.invoke(addr, RemotingCommand.request(code, None, body.encode()),
+                                                   instance.config.mq_client_api_timeout)
+            except (MQClientError, RemotingError) as exc:
+                log.warning("%s at %s failed: %s", "lock" if code == RequestCode.LOCK_BATCH_MQ else "unlock",
+                            broker, exc)
+                continue
+            if code == RequestCode.LOCK_BATCH_MQ and r.code == ResponseCode.SUCCESS and r.body:
+                granted |= {MessageQueue(m.topic, m.brokerName, m.queueId)
+                            for m in LockBatchResponseBody.decode(r.body).lockOKMQSet}
+        return granted
+
+    async def _lock_loop(self) -> None:
+        while True:
+            await asyncio.sleep(LOCK_INTERVAL)
+            await self.lock_all()
 
     def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
         _, consumers = super().heartbeat_data()
@@ -104,6 +190,11 @@ class PushConsumer(LitePullConsumer):
 
     async def _consume_orderly(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         assert self._orderly is not None
+        # Only the lock holder consumes a queue: while another member still holds it (during a
+        # rebalance), wait and retry the lock rather than consume out of turn.
+        while not self._holds_lock(state.mq):
+            await asyncio.sleep(self.suspend_current_queue_time)
+            await self.lock_all()
         for msg in msgs:
             while True:
                 try:

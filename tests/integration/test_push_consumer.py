@@ -179,3 +179,35 @@ async def test_consume_from_timestamp(cluster: tuple[Daemon, Daemon]) -> None:
     async with c:
         assert await wait_until(lambda: len(seen) >= 8, 10)
     assert sorted(v for _, v in seen) == list(range(8, 16))
+
+
+async def test_orderly_keeps_per_key_order_across_a_failure(cluster: tuple[Daemon, Daemon]) -> None:
+    from client import select_by_hash
+    from client.push_consumer import ConsumeOrderlyStatus
+
+    ns = cluster[0].addr
+    async with Producer("pg_order", ns) as p:
+        for i in range(20):
+            key = f"order-{i % 3}"
+            await p.send(Message("PushOrderly", f"{key}:{i}".encode(), keys=key), selector=select_by_hash, arg=key)
+    seen: list[str] = []
+    failed_once: set[str] = set()
+
+    async def orderly(msgs: list[MessageExt]) -> ConsumeOrderlyStatus:
+        body = msgs[0].body.decode()
+        if body.endswith(":7") and body not in failed_once:
+            failed_once.add(body)  # fail once: the queue is suspended and this message retried in place
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        seen.append(body)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    c = PushConsumer("cg_orderly", ns, consume_from_where=FIRST, suspend_current_queue_time=0.1)
+    c.subscribe("PushOrderly")
+    c.register_orderly_listener(orderly)
+    async with c:
+        assert await wait_until(lambda: len(seen) >= 20, 15)
+        assert c._locks, "an orderly consumer holds broker locks on its queues"
+    assert failed_once == {"order-1:7"}
+    for k in range(3):
+        order = [int(b.split(":")[1]) for b in seen if b.startswith(f"order-{k}:")]
+        assert order == sorted(order) and len(order) == len(range(k, 20, 3)), f"order-{k}: {order}"
