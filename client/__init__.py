@@ -1,5 +1,6 @@
-"""Python SDK: Producer, PushConsumer, LitePullConsumer (admin and the Spark connector are coming)."""
+"""Python SDK: Producer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
 
+from client.admin import Admin
 from client.allocate import MessageQueue
 from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
 from client.lite_pull_consumer import LitePullConsumer
@@ -8,6 +9,7 @@ from client.producer import Producer, select_by_hash
 from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
 
 __all__ = [
+    "Admin",
     "ClientStateError",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyStatus",

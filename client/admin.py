@@ -1,0 +1,212 @@
+"""Admin: the API behind ``mqadmin`` (topics, clusters, consumer progress, offsets, messages).
+
+Every call resolves brokers through the NameServers, so it works on a cluster of several
+brokers: topic creation goes to every master of a cluster, progress sums over every broker.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from client.allocate import MessageQueue
+from client.errors import MQBrokerError, MQClientError
+from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.protocol.broker import decode_mq_keyed
+from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
+from remoting.protocol.route import MASTER_ID, ClusterInfo, TopicList, TopicRouteData
+
+
+@dataclass
+class OffsetWrapper:
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        return max(self.broker_offset - self.consumer_offset, 0)
+
+
+@dataclass
+class TopicOffset:
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+class Admin:
+    def __init__(self, namesrv_addr: str | None = None, *, timeout: float = 5.0, instance_name: str = "admin") -> None:
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.timeout = timeout
+        self._instance: MQClientInstance | None = None
+
+    async def start(self) -> None:
+        if self._instance is None:
+            self._instance = await MQClientManager.acquire(self.config)
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await MQClientManager.release(instance)
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _inst(self) -> MQClientInstance:
+        if self._instance is None:
+            raise MQClientError("Admin is not started: call start() first")
+        return self._instance
+
+    async def _call(self, addr: str, code: int, header: dict[str, str] | None = None, body: bytes | None = None,
+                    ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        r = await self._inst().remoting.invoke(addr, RemotingCommand.request(code, header, body), self.timeout)
+        if r.code not in ok:
+            raise MQBrokerError(r.code, r.remark, addr)
+        return r
+
+    async def _namesrv(self, code: int, header: dict[str, str] | None = None) -> RemotingCommand:
+        errors = []
+        for addr in self.config.namesrv_addrs():
+            try:
+                return await self._call(addr, code, header)
+            except Exception as exc:
+                errors.append(f"{addr}: {exc}")
+        raise MQClientError("no NameServer answered: " + ("; ".join(errors) or "none configured"))
+
+    # -- clusters and topics ----------------------------------------------------------------
+
+    async def examine_broker_cluster_info(self) -> ClusterInfo:
+        return ClusterInfo.decode((await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+
+    async def fetch_all_topic_list(self) -> list[str]:
+        return TopicList.decode((await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body).topicList
+
+    async def examine_topic_route_info(self, topic: str) -> TopicRouteData:
+        return await self._inst().get_topic_route_from_namesrv(topic, self.timeout)
+
+    async def create_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None,
+                           read_queue_nums: int = 8, write_queue_nums: int = 8, perm: int = 6,
+                           order: bool = False) -> list[str]:
+        """Create or update the topic on one broker, or on every master of a cluster."""
+        targets = [broker_addr] if broker_addr else await self._cluster_masters(cluster)
+        header = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(read_queue_nums),
+                  "writeQueueNums": str(write_queue_nums), "perm": str(perm), "topicFilterType": "SINGLE_TAG",
+                  "topicSysFlag": "0", "order": "true" if order else "false"}
+        for addr in targets:
+            await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+        return targets
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        for addr in await self._cluster_masters(cluster):
+            await self._call(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+        for addr in self.config.namesrv_addrs():
+            await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})
+
+    async def _cluster_masters(self, cluster: str | None) -> list[str]:
+        info = await self.examine_broker_cluster_info()
+        names = (info.clusterAddrTable.get(cluster, []) if cluster
+                 else [n for ns in info.clusterAddrTable.values() for n in ns])
+        masters = [info.brokerAddrTable[n].brokerAddrs[MASTER_ID] for n in names
+                   if n in info.brokerAddrTable and MASTER_ID in info.brokerAddrTable[n].brokerAddrs]
+        if not masters:
+            raise MQClientError(f"no master broker found{f' in cluster {cluster}' if cluster else ''}")
+        return masters
+
+    async def _topic_masters(self, topic: str) -> dict[str, str]:
+        route = await self.examine_topic_route_info(topic)
+        return {bd.brokerName: bd.brokerAddrs[MASTER_ID] for bd in route.brokerDatas if MASTER_ID in bd.brokerAddrs}
+
+    async def examine_topic_stats(self, topic: str) -> dict[MessageQueue, TopicOffset]:
+        stats: dict[MessageQueue, TopicOffset] = {}
+        for addr in (await self._topic_masters(topic)).values():
+            r = await self._call(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            for (t, b, q), v in decode_mq_keyed(r.body or b"{}", "offsetTable").items():
+                stats[MessageQueue(t, b, q)] = TopicOffset(v["minOffset"], v["maxOffset"], v["lastUpdateTimestamp"])
+        return stats
+
+    # -- consumers --------------------------------------------------------------------------
+
+    async def examine_consume_stats(self, group: str, topic: str | None = None) -> dict[MessageQueue, OffsetWrapper]:
+        """Per queue: the broker's max offset, the group's committed offset, and so the lag."""
+        topics = [topic] if topic else [t for t in await self.fetch_all_topic_list() if not t.startswith("%")]
+        brokers: dict[str, str] = {}
+        for t in topics:
+            try:
+                brokers.update(await self._topic_masters(t))
+            except MQClientError:
+                continue
+        table: dict[MessageQueue, OffsetWrapper] = {}
+        for addr in brokers.values():
+            header = {"consumerGroup": group, **({"topic": topic} if topic else {})}
+            r = await self._call(addr, RequestCode.GET_CONSUME_STATS, header)
+            for (t, b, q), v in decode_mq_keyed(r.body or b"{}", "offsetTable").items():
+                table[MessageQueue(t, b, q)] = OffsetWrapper(v["brokerOffset"], v["consumerOffset"], v["lastTimestamp"])
+        return table
+
+    async def reset_offset_by_timestamp(self, topic: str, group: str, timestamp: int, force: bool = True
+                                        ) -> dict[MessageQueue, int]:
+        """Set the group's offsets on every broker to the first message stored at ``timestamp``
+        (-1: the end); live consumers are told to follow (RESET_CONSUMER_CLIENT_OFFSET)."""
+        result: dict[MessageQueue, int] = {}
+        for addr in (await self._topic_masters(topic)).values():
+            r = await self._call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                                 {"topic": topic, "group": group, "timestamp": str(timestamp),
+                                  "isForce": "true" if force else "false"},
+                                 ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
+            for (t, b, q), off in decode_mq_keyed(r.body or b"{}", "offsetTable").items():
+                result[MessageQueue(t, b, q)] = int(off)
+        return result
+
+    async def examine_consumer_connection_info(self, group: str) -> dict:  # type: ignore[type-arg]
+        for addr in await self._cluster_masters(None):
+            r = await self._call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group},
+                                 ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
+            if r.code == ResponseCode.SUCCESS and r.body:
+                return json.loads(r.body)
+        raise MQClientError(f"the consumer group[{group}] is not online", ResponseCode.CONSUMER_NOT_ONLINE)
+
+    # -- messages ---------------------------------------------------------------------------
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """By offset message id: it names the broker's address and the CommitLog offset."""
+        (host, port), offset = decode_offset_msg_id(offset_msg_id)
+        addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        r = await self._call(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+        return next(decode_records(r.body or b""))
+
+    async def query_message(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
+                            end: int = 2**63 - 1, unique_key: bool = False) -> list[MessageExt]:
+        found: list[MessageExt] = []
+        header = {"topic": topic, "key": key, "maxNum": str(max_num), "beginTimestamp": str(begin),
+                  "endTimestamp": str(end), **({"_UNIQUE_KEY_QUERY": "true"} if unique_key else {})}
+        for addr in (await self._topic_masters(topic)).values():
+            r = await self._call(addr, RequestCode.QUERY_MESSAGE, header,
+                                 ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            if r.code == ResponseCode.SUCCESS:
+                found.extend(decode_records(r.body or b""))
+        return found[:max_num]
+
+    async def query_message_by_unique_key(self, topic: str, msg_id: str) -> MessageExt | None:
+        found = await self.query_message(topic, msg_id, unique_key=True)
+        return next((m for m in found if m.msg_id == msg_id), None)
+
+    async def query_message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int
+                                      ) -> MessageExt | None:
+        addr = (await self._topic_masters(topic)).get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name} does not serve topic {topic}")
+        header = {"consumerGroup": "TOOLS_CONSUMER", "topic": topic, "queueId": str(queue_id),
+                  "queueOffset": str(offset), "maxMsgNums": "1", "sysFlag": "4", "commitOffset": "0",
+                  "suspendTimeoutMillis": "0", "subVersion": "0", "subscription": "*"}
+        r = await self._call(addr, RequestCode.PULL_MESSAGE, header,
+                             ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED))
+        return next(decode_records(r.body), None) if r.code == ResponseCode.SUCCESS and r.body else None
