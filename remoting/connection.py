@@ -157,6 +157,10 @@ class RemotingConnection(asyncio.Protocol):
                     entry.complete(cmd, None)
             else:
                 self._processors.dispatch(self, cmd)
+        if self._wbuf:
+            # Answers produced inline (most requests) leave now rather than one loop turn
+            # later: at one request in flight that turn is a good part of the round trip.
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         reason = self._close_reason if exc is None else f"{self._close_reason}: {exc}"
