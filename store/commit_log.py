@@ -27,7 +27,6 @@ from remoting.protocol.message import (
     host_bytes,
     properties_to_string,
     tags_string_to_tags_code,
-    transaction_type,
 )
 from store.config import MessageStoreConfig
 from store.mapped_file import MappedFileQueue
@@ -47,7 +46,7 @@ class AppendMessageStatus(Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-@dataclass
+@dataclass(slots=True)
 class MessageExtBrokerInner:
     """A message as the broker hands it to the store."""
 
@@ -71,51 +70,75 @@ class MessageExtBrokerInner:
     uniq_key: str | None = None
 
 
-@dataclass
 class AppendMessageResult:
-    status: AppendMessageStatus
-    wrote_offset: int = 0
-    wrote_bytes: int = 0
-    msg_id: str = ""
-    store_timestamp: int = 0
-    logics_offset: int = 0
-    msg_num: int = 1
-    # (message, record size) for each record written, for the dispatcher.
-    written: list[tuple[MessageExtBrokerInner, int]] = field(default_factory=list)
+    """What an append wrote. The offset message ids are built only when asked for (a send
+    response asks once; the dispatcher never does)."""
+
+    __slots__ = ("logics_offset", "msg_num", "offsets", "status", "store_host", "store_timestamp", "written",
+                 "wrote_bytes", "wrote_offset")
+
+    def __init__(self, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
+                 store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 1,
+                 written: list[tuple[MessageExtBrokerInner, int]] | None = None, store_host: bytes = b"",
+                 offsets: tuple[int, ...] = ()) -> None:
+        self.status = status
+        self.wrote_offset = wrote_offset
+        self.wrote_bytes = wrote_bytes
+        self.store_timestamp = store_timestamp
+        self.logics_offset = logics_offset
+        self.msg_num = msg_num
+        # (message, record size) for each record written, for the dispatcher.
+        self.written = written if written is not None else []
+        self.store_host = store_host
+        self.offsets = offsets
+
+    @property
+    def msg_id(self) -> str:
+        host = self.store_host.hex().upper()
+        return ",".join(f"{host}{offset:016X}" for offset in self.offsets)
+
+    def __repr__(self) -> str:
+        return (f"AppendMessageResult({self.status.value}, wrote_offset={self.wrote_offset}, "
+                f"wrote_bytes={self.wrote_bytes}, logics_offset={self.logics_offset}, msg_num={self.msg_num})")
 
 
-_PREFIX = struct.Struct(">iiiiiqqiq")  # total .. bornTimestamp
-_MID = struct.Struct(">iqi")  # reconsumeTimes, preparedTransactionOffset, bodyLength
-_I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _BLANK = struct.Struct(">ii")
-
-
-def _encode(msg: MessageExtBrokerInner, topic: bytes, props: bytes, offset: int, queue_offset: int,
-            store_ts: int, born: bytes, store: bytes, sys_flag: int) -> bytes:
-    body = msg.body
-    size = 91 + len(body) + len(topic) + len(props) + (len(born) - 8) + (len(store) - 8)
-    return b"".join((
-        _PREFIX.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
-                     offset, sys_flag, msg.born_timestamp),
-        born, _I64.pack(store_ts), store,
-        _MID.pack(msg.reconsume_times, msg.prepared_transaction_offset, len(body)), body,
-        bytes((len(topic),)), topic, _I16.pack(len(props)), props))
+# Everything before the body, by (born host, store host) address length: one pack per record.
+_HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
+_HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
+_TRAN_TYPE_MASK = 0x3 << 2
+_QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+_PUT_OK = AppendMessageStatus.PUT_OK
 
 
 class CommitLog:
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
-        self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog)
-        # "topic-queueId" -> next queue offset, rebuilt from the consume queues at start.
+        self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
+                                     warm=config.warmMapedFileEnable)
+        # (topic, queueId) -> next queue offset, rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.last_store_timestamp = 0
         self._host_cache: dict[Host, bytes] = {}
+        # topic -> its length byte and UTF-8 bytes, as the record stores them.
+        self._topic_cache: dict[str, bytes] = {}
 
     def _host(self, host: Host) -> bytes:
         b = self._host_cache.get(host)
         if b is None:
             b = self._host_cache[host] = host_bytes(host)
+        return b
+
+    def _topic(self, topic: str) -> bytes | None:
+        b = self._topic_cache.get(topic)
+        if b is None:
+            raw = topic.encode()
+            if len(raw) > MAX_TOPIC_LENGTH:
+                return None
+            b = bytes((len(raw),)) + raw
+            if len(self._topic_cache) < 65536:
+                self._topic_cache[topic] = b
         return b
 
     @property
@@ -127,30 +150,36 @@ class CommitLog:
         return self.queue.min_offset if self.queue.files else 0
 
     def append(self, msgs: list[MessageExtBrokerInner]) -> AppendMessageResult:
-        """Append one message, or a batch (all in one file, consecutive queue offsets)."""
-        file_size = self.queue.file_size
+        """Append one message, or a batch (all in one file, consecutive queue offsets).
+
+        Each record is one struct pack of its fixed part joined to body, topic and properties,
+        and the batch is copied into the mapping in one slice assignment.
+        """
+        if len(msgs) == 1:
+            return self._append_one(msgs[0])
+        max_body = self.config.maxMessageSize
         encoded = []
         total = 0
         for msg in msgs:
-            topic = msg.topic.encode()
+            topic = self._topic(msg.topic)
             props = msg.properties_string.encode()
-            if len(topic) > MAX_TOPIC_LENGTH:
+            if topic is None or len(msg.body) > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if len(props) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-            if len(msg.body) > self.config.maxMessageSize:
-                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             born, store = self._host(msg.born_host), self._host(msg.store_host)
-            size = 91 + len(msg.body) + len(topic) + len(props) + (len(born) - 8) + (len(store) - 8)
+            size = 74 + len(msg.body) + len(topic) + len(props) + len(born) + len(store)
             encoded.append((msg, topic, props, born, store, size))
             total += size
+        file_size = self.queue.file_size
         if total + END_FILE_MIN_BLANK_LENGTH > file_size:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
 
-        mf = self.queue.get_last_mapped_file(0)
+        files = self.queue.files
+        mf = files[-1] if files and files[-1].wrote_position < file_size else self.queue.get_last_mapped_file(0)
         if mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size:
             remaining = file_size - mf.wrote_position
-            mf.mm[mf.wrote_position:mf.wrote_position + 8] = _BLANK.pack(remaining, BLANK_MAGIC_CODE)
+            _BLANK.pack_into(mf.mm, mf.wrote_position, remaining, BLANK_MAGIC_CODE)
             mf.wrote_position = file_size
             mf = self.queue.get_last_mapped_file(0)
 
@@ -158,29 +187,87 @@ class CommitLog:
         base = mf.file_from_offset + mf.wrote_position
         offset = base
         parts = []
-        ids = []
-        result = AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset=base, store_timestamp=store_ts,
-                                     msg_num=len(msgs))
+        written = []
+        offsets = []
         table = self.topic_queue_table
-        for i, (msg, topic, props, born, store, size) in enumerate(encoded):
+        first_queue_offset = 0
+        for msg, topic, props, born, store, size in encoded:
             key = (msg.topic, msg.queue_id)
-            tran = transaction_type(msg.sys_flag)
-            queue_offset = table.get(key, 0) if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE) else 0
-            sys_flag = msg.sys_flag | (0x10 if len(born) == 20 else 0) | (0x20 if len(store) == 20 else 0)
-            parts.append(_encode(msg, topic, props, offset, queue_offset, store_ts, born, store, sys_flag))
+            queued = (msg.sys_flag & _TRAN_TYPE_MASK) in _QUEUED
+            queue_offset = table.get(key, 0) if queued else 0
+            body = msg.body
+            parts.append(_HEADS[len(born), len(store)].pack(
+                size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
+                offset, msg.sys_flag | _HOST_FLAGS[len(born), len(store)], msg.born_timestamp, born, store_ts,
+                store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)))
+            parts.append(body)
+            parts.append(topic)
+            parts.append(_I16.pack(len(props)))
+            parts.append(props)
             msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, queue_offset, offset
-            if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            if queued:
                 table[key] = queue_offset + 1
-            if i == 0:
-                result.logics_offset = queue_offset
-            ids.append(store.hex().upper() + f"{offset:016X}")
-            result.written.append((msg, size))
+            if not written:
+                first_queue_offset = queue_offset
+            offsets.append(offset)
+            written.append((msg, size))
             offset += size
-        mf.append(parts[0] if len(parts) == 1 else b"".join(parts))
-        result.wrote_bytes = total
-        result.msg_id = ",".join(ids)
+        pos = mf.wrote_position
+        mf.mm[pos:pos + total] = b"".join(parts)
+        mf.wrote_position = pos + total
         self.last_store_timestamp = store_ts
-        return result
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, base, total, store_ts, first_queue_offset, len(msgs),
+                                   written, encoded[0][4], tuple(offsets))
+
+    def _append_one(self, msg: MessageExtBrokerInner) -> AppendMessageResult:
+        """``append`` for one message: the same record, with the batch bookkeeping left out
+        (most sends carry one message, and this is the broker's hottest path)."""
+        topic_key = msg.topic
+        topic = self._topic_cache.get(topic_key) or self._topic(topic_key)
+        props = msg.properties_string.encode()
+        body = msg.body
+        if topic is None or len(body) > self.config.maxMessageSize:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        hosts = self._host_cache
+        born = hosts.get(msg.born_host) or self._host(msg.born_host)
+        store = hosts.get(msg.store_host) or self._host(msg.store_host)
+        size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
+        file_size = self.queue.file_size
+        files = self.queue.files
+        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
+        pos = mf.wrote_position
+        if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
+            if size + END_FILE_MIN_BLANK_LENGTH > file_size:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+            if pos < file_size:
+                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                mf.wrote_position = file_size
+            mf = self.queue.get_last_mapped_file(0)
+            pos = mf.wrote_position
+        store_ts = int(time.time() * 1000)
+        offset = mf.file_from_offset + pos
+        sys_flag = msg.sys_flag
+        if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
+            key = (topic_key, msg.queue_id)
+            table = self.topic_queue_table
+            queue_offset = table.get(key, 0)
+            table[key] = queue_offset + 1
+        else:
+            queue_offset = 0
+        mf.mm[pos:pos + size] = b"".join((
+            _HEADS[len(born), len(store)].pack(
+                size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
+                offset, sys_flag | _HOST_FLAGS[len(born), len(store)], msg.born_timestamp, born, store_ts,
+                store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
+            body, topic, _I16.pack(len(props)), props))
+        mf.wrote_position = pos + size
+        msg.store_timestamp = store_ts
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = offset
+        self.last_store_timestamp = store_ts
+        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, [(msg, size)], store, (offset,))
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -30,6 +30,9 @@ class MessageStoreConfig(BaseModel):
     mappedFileSizeCommitLog: int = 1024 * 1024 * 1024
     mappedFileSizeConsumeQueue: int = 300000 * 20
     flushDiskType: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    # The next CommitLog file is always created ahead with its blocks reserved; warming also
+    # writes its pages once (zeros) so puts never fault on a fresh page.
+    warmMapedFileEnable: bool = False
     brokerRole: BrokerRole = BrokerRole.ASYNC_MASTER
     flushIntervalCommitLog: int = 500
     flushCommitLogLeastPages: int = 4

@@ -67,6 +67,16 @@ class ConsumeQueue:
         if offset + size <= self.max_physic_offset:
             return True
         expect = cq_offset * CQ_STORE_UNIT_SIZE
+        files = self.queue.files
+        if files:
+            # The steady state: the next unit of a file with room.
+            mf = files[-1]
+            pos = mf.wrote_position
+            if pos < self.file_size and mf.file_from_offset + pos == expect:
+                _UNIT.pack_into(mf.mm, pos, offset, size, tags_code)
+                mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
+                self.max_physic_offset = offset + size
+                return True
         first = not self.queue.files
         mf = self.queue.get_last_mapped_file(expect)
         if first and expect:

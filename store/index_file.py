@@ -35,22 +35,9 @@ def _abs_hash(h: int) -> int:
     return 0 if h == -(2**31) else abs(h)
 
 
-_POW31: dict[int, int] = {}
-_prefix_hash: dict[str, int] = {}
-
-
 def topic_key_hash(topic: str, key: str) -> int:
-    """key_hash(topic + "#" + key) without hashing the topic part again for every message:
-    Java's hash of a concatenation is hash(prefix) * 31^len(rest) + hash(rest), mod 2^32."""
-    prefix = _prefix_hash.get(topic)
-    if prefix is None:
-        prefix = _prefix_hash[topic] = java_string_hash(topic + "#") & 0xFFFFFFFF
-    n = len(key) if key.isascii() else len(key.encode("utf-16-be")) // 2
-    power = _POW31.get(n)
-    if power is None:
-        power = _POW31[n] = pow(31, n, 1 << 32)
-    h = (prefix * power + (java_string_hash(key) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    return _abs_hash(h - (1 << 32) if h & 0x80000000 else h)
+    """key_hash(topic + "#" + key): the index stores keys qualified by their topic."""
+    return _abs_hash(java_string_hash(f"{topic}#{key}"))
 
 
 class IndexFile:
@@ -71,40 +58,51 @@ class IndexFile:
          self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mm, 0)
         if self.index_count == 0:
             self.index_count = 1
-
-    def _write_header(self) -> None:
-        _HEADER.pack_into(self.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
-                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
 
     @property
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def put_key(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
-        """Add an entry for a key whose ``key_hash`` is ``h``."""
-        if self.is_write_full:
-            return False
-        slot_pos = INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE
-        (slot_value,) = _SLOT.unpack_from(self.mm, slot_pos)
-        if slot_value <= 0 or slot_value > self.index_count:
-            slot_value = 0
-        if self.begin_timestamp <= 0:
-            time_diff = 0
-        else:
-            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), 2**31 - 1)
-        entry_pos = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + self.index_count * INDEX_SIZE
-        _ENTRY.pack_into(self.mm, entry_pos, h, phy_offset, time_diff, slot_value)
-        _SLOT.pack_into(self.mm, slot_pos, self.index_count)
-        if self.index_count <= 1:
+    def put_keys(self, hashes: list[int], phy_offset: int, store_timestamp: int) -> int:
+        """Add an entry per key hash (``key_hash`` values) for one message, then the header once;
+        returns how many fitted (fewer than given when the file fills up)."""
+        count = self.index_count
+        room = self.index_num - count
+        if room <= 0:
+            return 0
+        if len(hashes) > room:
+            hashes = hashes[:room]
+        mm = self.mm
+        slot_num = self.hash_slot_num
+        # As Java: entries are timed against the file's begin timestamp as it was before this
+        # put (for a new file's first entry, the previous file's end).
+        begin = self.begin_timestamp
+        time_diff = 0 if begin <= 0 else min(max((store_timestamp - begin) // 1000, 0), 2**31 - 1)
+        if count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
-        if slot_value == 0:
-            self.hash_slot_count += 1
-        self.index_count += 1
+        entry_pos = self.entries_pos + count * INDEX_SIZE
+        for h in hashes:
+            slot_pos = INDEX_HEADER_SIZE + (h % slot_num) * HASH_SLOT_SIZE
+            (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
+            if slot_value <= 0 or slot_value > count:
+                slot_value = 0
+                self.hash_slot_count += 1
+            _ENTRY.pack_into(mm, entry_pos, h, phy_offset, time_diff, slot_value)
+            _SLOT.pack_into(mm, slot_pos, count)
+            count += 1
+            entry_pos += INDEX_SIZE
+        self.index_count = count
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
-        return True
+        _HEADER.pack_into(mm, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset, phy_offset,
+                          self.hash_slot_count, count)
+        return len(hashes)
+
+    def put_key(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
+        """Add an entry for a key whose ``key_hash`` is ``h``."""
+        return self.put_keys([h], phy_offset, store_timestamp) == 1
 
     def select_phy_offset(self, h: int, max_num: int, begin: int, end: int) -> list[int]:
         (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
@@ -178,17 +176,21 @@ class IndexService:
     def max_phy_offset(self) -> int:
         return self.files[-1].end_phy_offset if self.files else 0
 
-    def build_index(self, topic: str, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
-        f = self._last_file()
+    def build_index(self, topic: str, keys: list[str], uniq_key: str | None, phy_offset: int,
+                    store_timestamp: int) -> None:
+        """Index a message's KEYS and its UNIQ_KEY, each qualified by the topic."""
+        files = self.files
+        f = files[-1] if files else self._last_file()
         if phy_offset < f.end_phy_offset:
             return  # already indexed (recovery re-dispatch)
-        for key in keys:
-            if not key:
-                continue
-            h = topic_key_hash(topic, key)
-            if not f.put_key(h, phy_offset, store_timestamp):
+        hashes = [_abs_hash(java_string_hash(f"{topic}#{key}")) for key in keys if key]
+        if uniq_key:
+            hashes.append(_abs_hash(java_string_hash(f"{topic}#{uniq_key}")))
+        while hashes:
+            put = f.put_keys(hashes, phy_offset, store_timestamp)
+            hashes = hashes[put:]
+            if hashes:
                 f = self._last_file()
-                f.put_key(h, phy_offset, store_timestamp)
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         found: list[int] = []

@@ -8,6 +8,9 @@ to the mapping: the pages belong to the kernel's page cache.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -16,6 +19,37 @@ log = logging.getLogger("rocketmq.store")
 
 # fdatasync where the OS has it (Linux), fsync elsewhere (macOS).
 _datasync = getattr(os, "fdatasync", os.fsync)
+
+# Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
+_allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
+_WARM_CHUNK = bytes(1 << 20)
+
+
+def _allocate(path: str, file_size: int, warm: bool) -> MappedFile:
+    """Create a file with its blocks reserved (and, when ``warm``, its pages in the cache).
+
+    A first write to a page of a sparse file costs a fault plus a block allocation, ~1.5 us per
+    page on this kind of disk, paid on the put path; a reserved file costs a third of that and a
+    warmed one almost nothing. Every call here releases the GIL while the kernel works.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.ftruncate(fd, file_size)
+        if hasattr(os, "posix_fallocate"):
+            try:
+                os.posix_fallocate(fd, 0, file_size)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    raise
+        if warm:
+            for pos in range(0, file_size, len(_WARM_CHUNK)):
+                os.pwrite(fd, _WARM_CHUNK[:file_size - pos], pos)
+    except BaseException:
+        os.close(fd)
+        os.remove(path)
+        raise
+    os.close(fd)
+    return MappedFile(path, file_size)
 
 
 class MappedFile:
@@ -87,10 +121,13 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one log (the CommitLog, or one consume queue) in offset order."""
 
-    def __init__(self, store_path: str, file_size: int) -> None:
+    def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False) -> None:
         self.store_path = store_path
         self.file_size = file_size
         self.files: list[MappedFile] = []
+        self.preallocate = preallocate
+        self.warm = warm
+        self._next: concurrent.futures.Future[MappedFile] | None = None
 
     def load(self) -> None:
         if not os.path.isdir(self.store_path):
@@ -121,9 +158,45 @@ class MappedFileQueue:
         create_offset = start_offset - start_offset % self.file_size if last is None else \
             last.file_from_offset + self.file_size
         os.makedirs(self.store_path, exist_ok=True)
-        mf = MappedFile(os.path.join(self.store_path, MappedFile.file_name(create_offset)), self.file_size)
+        mf = self._take_preallocated(create_offset)
+        if mf is None:
+            mf = MappedFile(os.path.join(self.store_path, MappedFile.file_name(create_offset)), self.file_size)
         self.files.append(mf)
+        self.preallocate_next()
         return mf
+
+    def preallocate_next(self) -> None:
+        """Start creating the file after the last one, in the allocator thread."""
+        last = self.last()
+        if not self.preallocate or self._next is not None:
+            return
+        os.makedirs(self.store_path, exist_ok=True)
+        path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
+                                                                   last.file_from_offset + self.file_size))
+        if not os.path.exists(path):
+            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm)
+
+    def _take_preallocated(self, offset: int) -> MappedFile | None:
+        """The file made ahead for ``offset``, waiting for it if it is still being made (as Java
+        does); None when there is none, it failed (a full disk, say), or it is for another offset."""
+        fut, self._next = self._next, None
+        if fut is None:
+            return None
+        try:
+            mf = fut.result()
+        except OSError as exc:
+            log.warning("preallocating the next mapped file failed: %s", exc)
+            return None
+        if mf.file_from_offset != offset:
+            mf.destroy()
+            return None
+        return mf
+
+    def _drop_preallocated(self) -> None:
+        fut, self._next = self._next, None
+        if fut is not None:
+            with contextlib.suppress(OSError):
+                fut.result().destroy()
 
     def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
         if not self.files:
@@ -186,6 +259,7 @@ class MappedFileQueue:
         return removed
 
     def destroy(self) -> None:
+        self._drop_preallocated()
         for mf in self.files:
             mf.destroy()
         self.files = []
@@ -195,5 +269,7 @@ class MappedFileQueue:
             pass
 
     def close(self) -> None:
+        # A file made ahead holds nothing: removed, so a restart does not find an empty file.
+        self._drop_preallocated()
         for mf in self.files:
             mf.close()

@@ -24,7 +24,6 @@ from remoting.protocol.message import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     decode_record,
-    transaction_type,
 )
 from store.checkpoint import StoreCheckpoint
 from store.commit_log import AppendMessageResult, AppendMessageStatus, CommitLog, MessageExtBrokerInner
@@ -285,6 +284,7 @@ class DefaultMessageStore:
         self.shutdown_flag = False
         loop = asyncio.get_running_loop()
         self._flush_wakeup = asyncio.Event()
+        self.commit_log.queue.preallocate_next()
         self._tasks = [loop.create_task(self._flush_commit_log_service()),
                        loop.create_task(self._flush_consume_queue_service()),
                        loop.create_task(self._clean_service())]
@@ -349,41 +349,52 @@ class DefaultMessageStore:
     async def put_messages(self, msgs: list[MessageExtBrokerInner], wait_store_msg_ok: bool = True
                            ) -> PutMessageResult:
         """Store one message or one batch; resolves after the flush under SYNC_FLUSH."""
-        refused = self._check_put(msgs)
-        if refused is not None:
+        result = self._append(msgs)
+        if result.status is PutMessageStatus.PUT_OK and wait_store_msg_ok \
+                and self.config.flushDiskType == FlushDiskType.SYNC_FLUSH:
+            append = result.append_result
+            assert append is not None
+            if not await self._wait_flush(append.wrote_offset + append.wrote_bytes):
+                return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
+        return result
+
+    def _append(self, msgs: list[MessageExtBrokerInner]) -> PutMessageResult:
+        """Append and dispatch in one step: nothing can run between a record landing in the log
+        and its queue unit, so a reader never sees a queue behind the log it was told about."""
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
+            refused = self._check_put(msgs)
+            assert refused is not None
             return refused
         try:
             result = self.commit_log.append(msgs)
         except OSError as exc:
             log.error("create mapped file failed: %s", exc)
             return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=str(exc))
-        if result.status == AppendMessageStatus.MESSAGE_SIZE_EXCEEDED:
+        if result.status is not AppendMessageStatus.PUT_OK:
+            if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
+                                        "properties size exceeded 32767 bytes")
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
                                     "message size exceeded: body over maxMessageSize or topic over 127 bytes")
-        if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
-                                    "properties size exceeded 32767 bytes")
+        dispatch = self._dispatch
         for msg, size in result.written:
-            self._dispatch(msg, size, notify=True)
-        if self.config.flushDiskType == FlushDiskType.SYNC_FLUSH and wait_store_msg_ok:
-            if not await self._wait_flush(result.wrote_offset + result.wrote_bytes):
-                return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result)
+            dispatch(msg, size, True)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
 
     def _dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
-        tran = transaction_type(msg.sys_flag)
-        if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-            cq = self.find_consume_queue(msg.topic, msg.queue_id)
+        tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
+        if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+            queues = self.consume_queue_table.get(msg.topic)
+            cq = queues.get(msg.queue_id) if queues is not None else None
+            if cq is None:
+                cq = self.find_consume_queue(msg.topic, msg.queue_id)
             cq.put_message_position_info(msg.commit_log_offset, size, msg.tags_code, msg.queue_offset)
             if notify and self.message_arriving_listener is not None:
                 self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
                                                msg.store_timestamp)
-        if self.config.messageIndexEnable and tran != TRANSACTION_ROLLBACK_TYPE:
-            keys = [k for k in msg.keys if k]
-            if msg.uniq_key:
-                keys.append(msg.uniq_key)
-            if keys:
-                self.index_service.build_index(msg.topic, keys, msg.commit_log_offset, msg.store_timestamp)
+        if tran != TRANSACTION_ROLLBACK_TYPE and self.config.messageIndexEnable and (msg.keys or msg.uniq_key):
+            self.index_service.build_index(msg.topic, msg.keys, msg.uniq_key, msg.commit_log_offset,
+                                           msg.store_timestamp)
 
     # -- flushing ---------------------------------------------------------------------------
 
@@ -454,7 +465,9 @@ class DefaultMessageStore:
     # -- reads ------------------------------------------------------------------------------
 
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queues = self.consume_queue_table.setdefault(topic, {})
+        queues = self.consume_queue_table.get(topic)
+        if queues is None:
+            queues = self.consume_queue_table[topic] = {}
         cq = queues.get(queue_id)
         if cq is None:
             cq = queues[queue_id] = ConsumeQueue(topic, queue_id, self._cq_root(),

@@ -77,26 +77,46 @@ class MessageConst:
     KEY_SEPARATOR = " "
 
 
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode as a signed 32-bit int (over UTF-16 code units).
+# Java's hash is the string's UTF-16 units read as the digits of a base-31 number (mod 2^32).
+# For ASCII each byte c splits into c // 31 and c % 31, so the hash is int(Q "0", 31) +
+# int(R, 31) with Q and R made by two C-level translates: ~3x faster than a Python loop, and
+# the index hashes two keys on every put.
+_DIGITS31 = b"0123456789abcdefghijklmnopqrstu"
+_HI31 = bytes(_DIGITS31[c // 31] if c < 128 else 0 for c in range(256))
+_LO31 = bytes(_DIGITS31[c % 31] if c < 128 else 0 for c in range(256))
 
-    Python ints do not overflow, so the 32-bit wrap is applied once at the end.
-    """
-    h = 0
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode as a signed 32-bit int (over UTF-16 code units)."""
+    if not s:
+        return 0
     if s.isascii():
-        for c in s.encode():
-            h = h * 31 + c
+        data = s.encode()
+        h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
     else:
+        h = 0
         data = s.encode("utf-16-be")
         for i in range(0, len(data), 2):
-            h = h * 31 + ((data[i] << 8) | data[i + 1])
-    h &= 0xFFFFFFFF
+            h = (h * 31 + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+_tags_codes: dict[str, int] = {}
+
+
 def tags_string_to_tags_code(tags: str | None) -> int:
-    """The consume-queue tag field of a message: the hash of its whole TAGS string, 0 without."""
-    return java_string_hash(tags) if tags else 0
+    """The consume-queue tag field of a message: the hash of its whole TAGS string, 0 without.
+
+    Memoized (bounded): a topic has a handful of tags, and this runs on every send.
+    """
+    if not tags:
+        return 0
+    code = _tags_codes.get(tags)
+    if code is None:
+        code = java_string_hash(tags)
+        if len(_tags_codes) < 4096:
+            _tags_codes[tags] = code
+    return code
 
 
 def properties_to_string(props: dict[str, str]) -> str:
