@@ -41,10 +41,11 @@ BODY = os.urandom(1024)
 QUEUES = 8
 
 
-def start_broker(home: str) -> tuple[subprocess.Popen[str], str]:
+def start_broker(home: str, options: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    extra = [arg for opt in options or [] for arg in ("-o", opt)]
     proc = subprocess.Popen([sys.executable, "-m", "broker.startup", "--listen-port", "0", "--store", home,
                              "-o", "brokerIP1=127.0.0.1", "-o", "bindAddress=127.0.0.1", "-o", "brokerName=bench",
-                             "-o", "mappedFileSizeCommitLog=1073741824", "--log-level", "WARNING"],
+                             "-o", "mappedFileSizeCommitLog=1073741824", "--log-level", "WARNING", *extra],
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "NAMESRV_ADDR": ""})
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the boot line, or "" if it died
@@ -161,11 +162,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backlog", type=int, default=200_000)
+    parser.add_argument("-o", "--broker-option", action="append", default=[],
+                        help="key=value passed to mqbroker as -o (repeatable)")
     ns = parser.parse_args()
     series: dict[str, list[float]] = {k: [] for k in ("send_1", "send_64", "send_batch_msgs", "pull_msgs",
                                                       "echo_rps_64")}
     with tempfile.TemporaryDirectory() as home, echo_server() as echo_port:
-        proc, addr = start_broker(home)
+        proc, addr = start_broker(home, ns.broker_option)
         try:
             for rnd in range(ns.rounds):
                 figures = {

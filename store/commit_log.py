@@ -70,6 +70,9 @@ class MessageExtBrokerInner:
     uniq_key: str | None = None
 
 
+_HOST_HEX: dict[bytes, str] = {}
+
+
 class AppendMessageResult:
     """What an append wrote. The offset message ids are built only when asked for (a send
     response asks once; the dispatcher never does)."""
@@ -94,7 +97,11 @@ class AppendMessageResult:
 
     @property
     def msg_id(self) -> str:
-        host = self.store_host.hex().upper()
+        host = _HOST_HEX.get(self.store_host)
+        if host is None:
+            host = _HOST_HEX[self.store_host] = self.store_host.hex().upper()
+        if len(self.offsets) == 1:
+            return f"{host}{self.offsets[0]:016X}"
         return ",".join(f"{host}{offset:016X}" for offset in self.offsets)
 
     def __repr__(self) -> str:

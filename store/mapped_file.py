@@ -160,7 +160,12 @@ class MappedFileQueue:
         os.makedirs(self.store_path, exist_ok=True)
         mf = self._take_preallocated(create_offset)
         if mf is None:
-            mf = MappedFile(os.path.join(self.store_path, MappedFile.file_name(create_offset)), self.file_size)
+            path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
+            if self.preallocate and not os.path.exists(path):
+                # Reserved but not warmed: warming a whole file here would stall this put.
+                mf = _allocate(path, self.file_size, warm=False)
+            else:
+                mf = MappedFile(path, self.file_size)
         self.files.append(mf)
         self.preallocate_next()
         return mf
@@ -168,11 +173,9 @@ class MappedFileQueue:
     def preallocate_next(self) -> None:
         """Start creating the file after the last one, in the allocator thread."""
         last = self.last()
-        if not self.preallocate or self._next is not None:
+        if not self.preallocate or self._next is not None or last is None:
             return
-        os.makedirs(self.store_path, exist_ok=True)
-        path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
-                                                                   last.file_from_offset + self.file_size))
+        path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + self.file_size))
         if not os.path.exists(path):
             self._next = _allocator.submit(_allocate, path, self.file_size, self.warm)
 

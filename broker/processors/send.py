@@ -25,7 +25,7 @@ from broker.topic_config_manager import (
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.connection import RemotingConnection
-from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.protocol.message import (
     MULTI_TAGS_FLAG,
     MessageConst,
@@ -70,6 +70,10 @@ _STATUS_TO_CODE = {
 }
 
 
+_STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                           ResponseCode.SLAVE_NOT_AVAILABLE})
+
+
 def _parse_host(addr: str) -> tuple[str, int]:
     host, _, port = addr.rpartition(":")
     return host.strip("[]") or "127.0.0.1", int(port) if port.isdigit() else 0
@@ -78,6 +82,10 @@ def _parse_host(addr: str) -> tuple[str, int]:
 class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        # Names that passed validate_topic and are not internal: a name's validity never changes,
+        # and the check costs more than the rest of the send's checks together.
+        self._valid_topic_names: set[str] = set()
+        self._born_hosts: dict[str, tuple[str, int]] = {}
 
     def register(self, server: RemotingServer) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -87,7 +95,7 @@ class SendMessageProcessor:
         if request.code == RequestCode.SEND_MESSAGE:
             header = request.decode_header(SendMessageRequestHeader)
         else:
-            header = request.decode_header(SendMessageRequestHeaderV2).to_v1()
+            header = request.decode_header(SendMessageRequestHeaderV2)
         checked = self._msg_check(conn, request, header)
         if isinstance(checked, RemotingCommand):
             return checked
@@ -101,15 +109,18 @@ class SendMessageProcessor:
                    header: SendMessageRequestHeader) -> TopicConfig | RemotingCommand:
         broker = self.broker
         cfg = broker.broker_config
-        if not PermName.is_writeable(cfg.brokerPermission):
+        if not cfg.brokerPermission & PermName.PERM_WRITE:
             return request.response(ResponseCode.NO_PERMISSION,
                                     f"the broker[{cfg.brokerIP1}] sending message is forbidden")
-        problem = validate_topic(header.topic)
-        if problem:
-            return request.response(ResponseCode.SYSTEM_ERROR, problem)
-        if header.topic in NOT_ALLOWED_SEND_TOPICS:
-            return request.response(ResponseCode.NO_PERMISSION,
-                                    f"Sending message to topic[{header.topic}] is forbidden.")
+        if header.topic not in self._valid_topic_names:
+            problem = validate_topic(header.topic)
+            if problem:
+                return request.response(ResponseCode.SYSTEM_ERROR, problem)
+            if header.topic in NOT_ALLOWED_SEND_TOPICS:
+                return request.response(ResponseCode.NO_PERMISSION,
+                                        f"Sending message to topic[{header.topic}] is forbidden.")
+            if len(self._valid_topic_names) < 65536:
+                self._valid_topic_names.add(header.topic)
         topics = broker.topic_config_manager
         topic_config = topics.select_topic_config(header.topic)
         if topic_config is None:
@@ -123,7 +134,7 @@ class SendMessageProcessor:
                 return request.response(ResponseCode.TOPIC_NOT_EXIST,
                                         f"topic[{header.topic}] not exist, apply first please! "
                                         "(autoCreateTopicEnable is off or the default topic does not allow it)")
-        if not PermName.is_writeable(topic_config.perm):
+        if not topic_config.perm & PermName.PERM_WRITE:
             return request.response(ResponseCode.NO_PERMISSION,
                                     f"the topic[{header.topic}] sending message is forbidden")
         valid = max(topic_config.readQueueNums, topic_config.writeQueueNums)
@@ -145,10 +156,18 @@ class SendMessageProcessor:
         return MessageExtBrokerInner(
             topic=topic, body=body, queue_id=queue_id, flag=flag, properties_string=properties_to_string(props),
             tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=header.bornTimestamp,
-            born_host=_parse_host(conn.remote_addr), store_host=broker.store_host,
+            born_host=self._born_host(conn.remote_addr), store_host=broker.store_host,
             reconsume_times=header.reconsumeTimes or 0,
             keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
             uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+
+    def _born_host(self, addr: str) -> tuple[str, int]:
+        host = self._born_hosts.get(addr)
+        if host is None:
+            if len(self._born_hosts) >= 65536:
+                self._born_hosts.clear()
+            host = self._born_hosts[addr] = _parse_host(addr)
+        return host
 
     async def _send_single(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
                            topic_config: TopicConfig, queue_id: int) -> RemotingCommand:
@@ -216,14 +235,17 @@ class SendMessageProcessor:
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         code, remark = _STATUS_TO_CODE[result.status]
-        ext = {"MSG_REGION": self.broker.broker_config.regionId,
-               "TRACE_ON": "true" if self.broker.broker_config.traceOn else "false"}
+        cfg = self.broker.broker_config
+        ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
         append = result.append_result
-        if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
-                    ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
-            self.broker.stats.record_put(append.msg_num, append.wrote_bytes)
-            ext.update(SendMessageResponseHeader(msgId=append.msg_id, queueId=queue_id,
-                                                 queueOffset=append.logics_offset).to_ext_fields())
+        if code in _STORED_CODES and append is not None:
+            stats = self.broker.stats
+            stats.put_messages += append.msg_num
+            stats.put_bytes += append.wrote_bytes
+            # SendMessageResponseHeader's fields, written directly: this runs for every send.
+            ext["msgId"] = append.msg_id
+            ext["queueId"] = str(queue_id)
+            ext["queueOffset"] = str(append.logics_offset)
         elif result.remark:
             remark = f"{remark or result.status.value} ({result.remark})"
         return request.response(code, remark, header=ext)

@@ -120,14 +120,25 @@ def tags_string_to_tags_code(tags: str | None) -> int:
 
 
 def properties_to_string(props: dict[str, str]) -> str:
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None)
+    try:
+        # C-level joins; every send builds this string.
+        return PROPERTY_SEPARATOR.join(map(NAME_VALUE_SEPARATOR.join, props.items()))
+    except TypeError:  # a None value: skipped, as Java skips null values
+        return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None)
 
 
 def string_to_properties(text: str) -> dict[str, str]:
     """Java's MessageDecoder.string2messageProperties: malformed entries are skipped."""
-    props: dict[str, str] = {}
     if not text:
-        return props
+        return {}
+    try:
+        # Well-formed text (every entry one name and one value) in one C-level pass.
+        props = dict(entry.split(NAME_VALUE_SEPARATOR) for entry in text.split(PROPERTY_SEPARATOR))
+        if "" not in props and "" not in props.values():
+            return props
+    except ValueError:
+        pass
+    props = {}
     for entry in text.split(PROPERTY_SEPARATOR):
         name, sep, value = entry.partition(NAME_VALUE_SEPARATOR)
         if sep and name and value:

@@ -1,0 +1,38 @@
+"""The message properties string (messages.md: name\\x01value pairs joined by \\x02)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from remoting.protocol.message import properties_to_string, string_to_properties
+
+_text = st.text(alphabet=st.sampled_from("ab\x01\x02=é"), max_size=30)
+_names = st.text(alphabet=st.characters(blacklist_characters="\x01\x02"), min_size=1, max_size=12)
+_values = st.text(alphabet=st.characters(blacklist_characters="\x02"), min_size=1, max_size=12)
+
+
+def reference(text: str) -> dict[str, str]:
+    """Entry by entry: a name, a separator and a non-empty value, or the entry is skipped."""
+    props = {}
+    for entry in text.split("\x02") if text else []:
+        name, sep, value = entry.partition("\x01")
+        if sep and name and value:
+            props[name] = value
+    return props
+
+
+@given(_text)
+def test_parsing_any_text_matches_the_entry_rules(text: str) -> None:
+    assert string_to_properties(text) == reference(text)
+
+
+@given(st.dictionaries(_names, _values, max_size=6))
+def test_round_trip(props: dict[str, str]) -> None:
+    assert string_to_properties(properties_to_string(props)) == props
+
+
+def test_no_trailing_separator_and_none_values_skipped() -> None:
+    assert properties_to_string({"TAGS": "a", "KEYS": "k"}) == "TAGS\x01a\x02KEYS\x01k"
+    assert properties_to_string({"TAGS": "a", "KEYS": None}) == "TAGS\x01a"  # type: ignore[dict-item]
+    assert string_to_properties("TAGS\x01a\x02\x02KEYS\x01\x02\x01v\x02X\x01y") == {"TAGS": "a", "X": "y"}
