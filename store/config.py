@@ -54,6 +54,9 @@ class MessageStoreConfig(BaseModel):
     checkCRCOnRecover: bool = True
     messageIndexEnable: bool = True
     messageIndexSafe: bool = False
+    # Python's stand-in for Java's reput thread: the index is built by a child process, in
+    # parallel with puts (queries wait for it to catch up). False builds it inline on each put.
+    messageIndexInChildProcess: bool = True
     maxHashSlotNum: int = 5000000
     maxIndexNum: int = 5000000 * 4
     maxTransferBytesOnMessageInMemory: int = 1024 * 256

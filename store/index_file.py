@@ -41,24 +41,31 @@ def topic_key_hash(topic: str, key: str) -> int:
 
 
 class IndexFile:
-    def __init__(self, path: str, hash_slot_num: int, index_num: int) -> None:
+    def __init__(self, path: str, hash_slot_num: int, index_num: int, readonly: bool = False) -> None:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.path = path
+        self.readonly = readonly
         size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
         # Named by creation time, not by offset, so it is mapped here rather than as a MappedFile.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDONLY if readonly else os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if os.fstat(fd).st_size != size:
+                if readonly:
+                    raise ValueError(f"{path} is not (yet) {size} bytes")
                 os.ftruncate(fd, size)
-            self.mm = mmap.mmap(fd, size)
+            self.mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ if readonly else mmap.ACCESS_WRITE)
         finally:
             os.close(fd)
+        self.reload_header()
+        self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+
+    def reload_header(self) -> None:
+        """Read the header from the mapping (for a file another process writes)."""
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mm, 0)
         if self.index_count == 0:
             self.index_count = 1
-        self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
 
     @property
     def is_write_full(self) -> bool:
@@ -126,7 +133,8 @@ class IndexFile:
         return self.begin_timestamp <= end and self.end_timestamp >= begin
 
     def flush(self) -> None:
-        self.mm.flush()
+        if not self.readonly:
+            self.mm.flush()
 
     def destroy(self) -> None:
         self.mm.close()
@@ -155,6 +163,27 @@ class IndexService:
                 f.destroy()
                 continue
             self.files.append(f)
+
+    def refresh(self) -> None:
+        """Follow files another process writes: open new ones read-only, forget deleted ones and
+        re-read the headers of the rest."""
+        names = sorted(os.listdir(self.store_path)) if os.path.isdir(self.store_path) else []
+        known = {os.path.basename(f.path): f for f in self.files}
+        files = []
+        for name in names:
+            f = known.pop(name, None)
+            if f is None:
+                try:
+                    f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num,
+                                  readonly=True)
+                except (OSError, ValueError):
+                    continue  # being created, or deleted since the listing
+            else:
+                f.reload_header()
+            files.append(f)
+        for gone in known.values():
+            gone.mm.close()
+        self.files = files
 
     def _last_file(self) -> IndexFile:
         last = self.files[-1] if self.files else None
@@ -219,5 +248,6 @@ class IndexService:
     def close(self) -> None:
         for f in self.files:
             f.mm.close()
+        self.files = []
 
 

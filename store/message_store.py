@@ -29,6 +29,7 @@ from store.checkpoint import StoreCheckpoint
 from store.commit_log import AppendMessageResult, AppendMessageStatus, CommitLog, MessageExtBrokerInner
 from store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
 from store.index_file import IndexService
 
 log = logging.getLogger("rocketmq.store")
@@ -47,7 +48,7 @@ class PutMessageStatus(Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-@dataclass
+@dataclass(slots=True)
 class PutMessageResult:
     status: PutMessageStatus
     append_result: AppendMessageResult | None = None
@@ -117,6 +118,10 @@ class DefaultMessageStore:
         self.index_service = IndexService(os.path.join(self.root, "index"), config.maxHashSlotNum,
                                           config.maxIndexNum)
         self.checkpoint: StoreCheckpoint | None = None
+        # Built on each put until start() hands the index to a child process (recovery indexes
+        # inline, before any child exists).
+        self._index_inline = config.messageIndexEnable
+        self.index_dispatch: IndexDispatchProcess | None = None
         self.message_arriving_listener = message_arriving_listener
         self.shutdown_flag = True
         self.disk_full = False
@@ -151,6 +156,7 @@ class DefaultMessageStore:
         self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
         self.commit_log.queue.load()
         self._load_consume_queues()
+        wait_for_previous_child(self.root, 10.0)
         self.index_service.load(last_exit_ok, self.checkpoint.index_msg_timestamp)
         self._recover(last_exit_ok)
         with open(self._abort_file(), "w"):
@@ -210,6 +216,11 @@ class DefaultMessageStore:
             cq.max_physic_offset for qs in self.consume_queue_table.values() for cq in qs.values()])
         if self._any_queue_missing() or reput_from < self.commit_log.max_offset:
             self._reput(self.commit_log.min_offset if self._any_queue_missing() else reput_from)
+        indexed = read_indexed_offset(self.root)
+        if last_exit_ok and self.config.messageIndexEnable and indexed is not None \
+                and max(indexed, self.commit_log.min_offset) < self.commit_log.max_offset:
+            # The index child stopped short of the end last time: finish its work here.
+            self._reput(max(indexed, self.commit_log.min_offset), index_only=True)
         min_phy = self.commit_log.min_offset
         table = self.commit_log.topic_queue_table
         table.clear()
@@ -223,7 +234,7 @@ class DefaultMessageStore:
         return self.commit_log.max_offset > self.commit_log.min_offset and not any(
             cq.queue.files for qs in self.consume_queue_table.values() for cq in qs.values())
 
-    def _reput(self, from_offset: int) -> None:
+    def _reput(self, from_offset: int, index_only: bool = False) -> None:
         """Dispatch every record from ``from_offset`` to the end of the log (idempotent)."""
         for mf in self.commit_log.queue.files:
             if mf.file_from_offset + mf.wrote_position <= from_offset:
@@ -235,7 +246,10 @@ class DefaultMessageStore:
                 if not valid or size <= 0:
                     break
                 if msg is not None:
-                    self._dispatch(msg, size, notify=False)
+                    if index_only:
+                        self._build_index(msg)
+                    else:
+                        self._dispatch(msg, size, notify=False)
                     pos += size
                 else:
                     break
@@ -285,6 +299,13 @@ class DefaultMessageStore:
         loop = asyncio.get_running_loop()
         self._flush_wakeup = asyncio.Event()
         self.commit_log.queue.preallocate_next()
+        if self.config.messageIndexEnable and self.config.messageIndexInChildProcess:
+            self.index_service.close()
+            self.index_dispatch = IndexDispatchProcess(
+                self.root, self.config.commit_log_dir(), self.config.mappedFileSizeCommitLog,
+                self.config.maxHashSlotNum, self.config.maxIndexNum, self.config.flushIntervalConsumeQueue)
+            self.index_dispatch.start(self.commit_log.max_offset, self.commit_log.min_offset)
+            self._index_inline = False
         self._tasks = [loop.create_task(self._flush_commit_log_service()),
                        loop.create_task(self._flush_consume_queue_service()),
                        loop.create_task(self._clean_service())]
@@ -298,7 +319,13 @@ class DefaultMessageStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
-        await asyncio.to_thread(self._flush_all)
+        index_complete = True
+        if self.index_dispatch is not None:
+            index_complete = await asyncio.to_thread(self.index_dispatch.stop, 30.0)
+        await asyncio.to_thread(self._flush_all, index_complete)
+        if self.index_dispatch is not None:
+            self.index_dispatch.close()
+            self.index_dispatch = None
         for _, fut in self._flush_waiters:
             if not fut.done():
                 fut.set_result(True)
@@ -317,7 +344,7 @@ class DefaultMessageStore:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _flush_all(self) -> None:
+    def _flush_all(self, index_complete: bool = True) -> None:
         self.commit_log.queue.flush()
         for queues in list(self.consume_queue_table.values()):
             for cq in list(queues.values()):
@@ -328,8 +355,17 @@ class DefaultMessageStore:
             if ts:
                 self.checkpoint.physic_msg_timestamp = ts
                 self.checkpoint.logics_msg_timestamp = ts
-                self.checkpoint.index_msg_timestamp = ts
+                self.checkpoint.index_msg_timestamp = ts if index_complete else self._index_flushed_timestamp(ts)
             self.checkpoint.flush()
+
+    def _index_flushed_timestamp(self, ts: int) -> int:
+        """Store time up to which the index is on disk: the child's report, or ``ts`` inline."""
+        if self.index_dispatch is None:
+            return ts
+        reported = self.index_dispatch.flushed_timestamp
+        if reported:
+            return reported
+        return self.checkpoint.index_msg_timestamp if self.checkpoint is not None else 0
 
     # -- puts -------------------------------------------------------------------------------
 
@@ -344,18 +380,25 @@ class DefaultMessageStore:
         return None
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
-        return await self.put_messages([msg], wait_store_msg_ok)
+        result = self._append([msg])
+        if self.config.flushDiskType == FlushDiskType.SYNC_FLUSH and wait_store_msg_ok:
+            return await self._synced(result)
+        return result
 
     async def put_messages(self, msgs: list[MessageExtBrokerInner], wait_store_msg_ok: bool = True
                            ) -> PutMessageResult:
         """Store one message or one batch; resolves after the flush under SYNC_FLUSH."""
         result = self._append(msgs)
-        if result.status is PutMessageStatus.PUT_OK and wait_store_msg_ok \
-                and self.config.flushDiskType == FlushDiskType.SYNC_FLUSH:
-            append = result.append_result
-            assert append is not None
-            if not await self._wait_flush(append.wrote_offset + append.wrote_bytes):
-                return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
+        if self.config.flushDiskType == FlushDiskType.SYNC_FLUSH and wait_store_msg_ok:
+            return await self._synced(result)
+        return result
+
+    async def _synced(self, result: PutMessageResult) -> PutMessageResult:
+        append = result.append_result
+        if result.status is not PutMessageStatus.PUT_OK or append is None:
+            return result
+        if not await self._wait_flush(append.wrote_offset + append.wrote_bytes):
+            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
         return result
 
     def _append(self, msgs: list[MessageExtBrokerInner]) -> PutMessageResult:
@@ -366,7 +409,7 @@ class DefaultMessageStore:
             assert refused is not None
             return refused
         try:
-            result = self.commit_log.append(msgs)
+            result = self.commit_log._append_one(msgs[0]) if len(msgs) == 1 else self.commit_log.append(msgs)
         except OSError as exc:
             log.error("create mapped file failed: %s", exc)
             return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=str(exc))
@@ -379,6 +422,8 @@ class DefaultMessageStore:
         dispatch = self._dispatch
         for msg, size in result.written:
             dispatch(msg, size, True)
+        if self.index_dispatch is not None:
+            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
 
     def _dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
@@ -392,7 +437,11 @@ class DefaultMessageStore:
             if notify and self.message_arriving_listener is not None:
                 self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
                                                msg.store_timestamp)
-        if tran != TRANSACTION_ROLLBACK_TYPE and self.config.messageIndexEnable and (msg.keys or msg.uniq_key):
+        if self._index_inline:
+            self._build_index(msg)
+
+    def _build_index(self, msg: MessageExtBrokerInner) -> None:
+        if (msg.keys or msg.uniq_key) and msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             self.index_service.build_index(msg.topic, msg.keys, msg.uniq_key, msg.commit_log_offset,
                                            msg.store_timestamp)
 
@@ -459,8 +508,10 @@ class DefaultMessageStore:
                 await asyncio.to_thread(self.index_service.flush)
                 if self.checkpoint is not None and ts:
                     self.checkpoint.logics_msg_timestamp = ts
-                    self.checkpoint.index_msg_timestamp = ts
+                    self.checkpoint.index_msg_timestamp = self._index_flushed_timestamp(ts)
                     await asyncio.to_thread(self.checkpoint.flush)
+            if self.index_dispatch is not None:
+                self.index_dispatch.ensure_running()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -604,6 +655,11 @@ class DefaultMessageStore:
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
         """Records whose KEYS or UNIQ_KEY equal ``key`` (hashes re-checked on the records)."""
         found = []
+        if self.index_dispatch is not None:
+            # Read your writes: a key whose put has returned is findable (the child lags by a
+            # millisecond or so; bounded, a stuck child costs a query one second).
+            self.index_dispatch.wait_indexed(1.0)
+            self.index_service.refresh()
         for phy in self.index_service.query_offset(topic, key, max_num, begin, end):
             data = self.look_message_by_offset(phy)
             if data is None:
@@ -692,7 +748,10 @@ class DefaultMessageStore:
             for queues in self.consume_queue_table.values():
                 for cq in queues.values():
                     cq.delete_expired_files(min_phy)
-            self.index_service.delete_expired(min_phy)
+            if self.index_dispatch is not None:
+                self.index_dispatch.set_min_offset(min_phy)
+            else:
+                self.index_service.delete_expired(min_phy)
         return deleted
 
 

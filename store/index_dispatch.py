@@ -1,0 +1,308 @@
+"""Index building in a child process: Java's ReputMessageService feeding the index dispatcher.
+
+Hashing a message's keys and linking their IndexFile entries costs about a third of a put in
+Python. Java does that work on its reput thread; a child process is how Python gets the same
+parallelism. The parent appends, then writes how far the CommitLog is complete into a small
+shared control file; the child follows, reading each record's topic and properties straight
+from its own read-only mapping of the CommitLog (the page cache is shared), writes the
+IndexFiles, and reports how far it has indexed and flushed. The parent reads IndexFiles
+directly for queries, after waiting for the child to reach the query's moment, so a key is
+findable as soon as its put has returned.
+
+Control file (``<root>/indexdispatch``, 40 bytes, int64 big-endian): committed offset (parent),
+indexed offset (child), store timestamp of the last record indexed and flushed (child), CommitLog
+min offset for retention (parent), stop request (parent). It outlives the processes: after a
+clean stop its indexed offset tells the next start where the index ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import logging
+import mmap
+import os
+import struct
+import subprocess
+import sys
+import time
+
+from remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE,
+    TRANSACTION_ROLLBACK_TYPE,
+    MessageConst,
+    string_to_properties,
+)
+from store.index_file import IndexService
+
+log = logging.getLogger("rocketmq.store")
+
+CONTROL_FILE = "indexdispatch"
+_SIZE = 40
+_I64 = struct.Struct(">q")
+_COMMITTED, _INDEXED, _FLUSHED_TS, _MIN_OFFSET, _STOP = 0, 8, 16, 24, 32
+_HEAD = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+def _open_control(path: str) -> mmap.mmap:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_size != _SIZE:
+            os.ftruncate(fd, _SIZE)
+        return mmap.mmap(fd, _SIZE)
+    finally:
+        os.close(fd)
+
+
+def wait_for_previous_child(root: str, timeout: float) -> None:
+    """Wait until no child of an earlier run of this store is alive (it holds a lock on the
+    control file, and exits within a millisecond or two of its parent's death)."""
+    path = os.path.join(root, CONTROL_FILE)
+    if not os.path.exists(path):
+        return
+    fd = os.open(path, os.O_RDWR)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the index dispatch process of an earlier run still works on {root}") from None
+                time.sleep(0.005)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def read_indexed_offset(root: str) -> int | None:
+    """How far the index was built when the store last ran with a child, or None."""
+    path = os.path.join(root, CONTROL_FILE)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_SIZE)
+    except FileNotFoundError:
+        return None
+    return _I64.unpack_from(data, _INDEXED)[0] if len(data) == _SIZE else None
+
+
+class IndexDispatchProcess:
+    """The parent's handle on the child that builds the index."""
+
+    def __init__(self, root: str, commit_log_dir: str, file_size: int, hash_slot_num: int, index_num: int,
+                 flush_interval_ms: int) -> None:
+        self.root = root
+        self._args = [sys.executable, "-m", "store.index_dispatch", "--root", root, "--commitlog", commit_log_dir,
+                      "--file-size", str(file_size), "--hash-slots", str(hash_slot_num), "--index-num",
+                      str(index_num), "--flush-interval", str(flush_interval_ms), "--ppid", str(os.getpid())]
+        self._ctrl: mmap.mmap | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def start(self, from_offset: int, min_offset: int) -> None:
+        ctrl = self._ctrl = _open_control(os.path.join(self.root, CONTROL_FILE))
+        for pos, value in ((_COMMITTED, from_offset), (_INDEXED, from_offset), (_FLUSHED_TS, 0),
+                           (_MIN_OFFSET, min_offset), (_STOP, 0)):
+            _I64.pack_into(ctrl, pos, value)
+        self._spawn()
+
+    def kill(self) -> None:
+        """What the death of the store's process does to the child, for in-process crash tests."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        self.close()
+
+    def _spawn(self) -> None:
+        # The child's directory must import this package whatever the daemon's working directory.
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [pkg_root, os.environ.get("PYTHONPATH")]))}
+        self._proc = subprocess.Popen(self._args, env=env, stdin=subprocess.DEVNULL)
+
+    def committed(self, offset: int) -> None:
+        assert self._ctrl is not None
+        _I64.pack_into(self._ctrl, _COMMITTED, offset)
+
+    def _get(self, pos: int) -> int:
+        assert self._ctrl is not None
+        return _I64.unpack_from(self._ctrl, pos)[0]
+
+    @property
+    def indexed_offset(self) -> int:
+        return self._get(_INDEXED)
+
+    @property
+    def flushed_timestamp(self) -> int:
+        return self._get(_FLUSHED_TS)
+
+    def set_min_offset(self, offset: int) -> None:
+        assert self._ctrl is not None
+        _I64.pack_into(self._ctrl, _MIN_OFFSET, offset)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def wait_indexed(self, timeout: float) -> bool:
+        """Block until everything committed so far is indexed (queries want their own writes)."""
+        target = self._get(_COMMITTED)
+        deadline = time.monotonic() + timeout
+        while self._get(_INDEXED) < target:
+            if not self.alive() or time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+        return True
+
+    def ensure_running(self) -> None:
+        """Restart a child that died (it resumes from its last reported offset)."""
+        if self._proc is not None and self._proc.poll() is not None:
+            log.error("index dispatch process exited with %s; restarting it from offset %d",
+                      self._proc.returncode, self.indexed_offset)
+            self.restarts += 1
+            self._spawn()
+
+    def stop(self, timeout: float) -> bool:
+        """Ask the child to index what is committed, flush and exit; True when it did."""
+        if self._proc is None or self._ctrl is None:
+            return True
+        _I64.pack_into(self._ctrl, _STOP, 1)
+        try:
+            clean = self._proc.wait(timeout) == 0
+        except subprocess.TimeoutExpired:
+            log.error("index dispatch process did not stop within %.0f s; killed", timeout)
+            self._proc.kill()
+            self._proc.wait()
+            clean = False
+        self._proc = None
+        return clean
+
+    def close(self) -> None:
+        if self._ctrl is not None:
+            self._ctrl.close()
+            self._ctrl = None
+
+
+# -- the child ------------------------------------------------------------------------------
+
+
+class _CommitLogReader:
+    """Read-only mappings of CommitLog files, opened as the child reaches them."""
+
+    def __init__(self, directory: str, file_size: int) -> None:
+        self.directory = directory
+        self.file_size = file_size
+        self.maps: dict[int, mmap.mmap] = {}
+
+    def get(self, file_offset: int) -> mmap.mmap:
+        mm = self.maps.get(file_offset)
+        if mm is None:
+            with open(os.path.join(self.directory, f"{file_offset:020d}"), "rb") as f:
+                mm = self.maps[file_offset] = mmap.mmap(f.fileno(), self.file_size, access=mmap.ACCESS_READ)
+        return mm
+
+    def drop_below(self, offset: int) -> None:
+        for start in [s for s in self.maps if s + self.file_size <= offset]:
+            with contextlib.suppress(BufferError):
+                self.maps.pop(start).close()
+
+
+def index_records(reader: _CommitLogReader, index: IndexService, offset: int, end: int) -> tuple[int, int]:
+    """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
+    looks at its parent and its stop flag often); returns the new offset and the last store time."""
+    file_size = reader.file_size
+    last_ts = 0
+    end = min(end, offset + (4 << 20))
+    while offset < end:
+        file_offset = offset - offset % file_size
+        mm = reader.get(file_offset)
+        pos = offset - file_offset
+        total, magic = _HEAD.unpack_from(mm, pos)
+        if magic == BLANK_MAGIC_CODE:
+            offset = file_offset + file_size
+            continue
+        if magic != MESSAGE_MAGIC_CODE or total <= 0:
+            raise ValueError(f"no record at committed offset {offset} (magic {magic:#x}, size {total})")
+        (sys_flag,) = _I32.unpack_from(mm, pos + 36)
+        p = pos + 48 + (20 if sys_flag & 0x10 else 8)
+        (store_ts,) = _I64.unpack_from(mm, p)
+        p += 8 + (20 if sys_flag & 0x20 else 8) + 12
+        (body_len,) = _I32.unpack_from(mm, p)
+        p += 4 + body_len
+        topic_len = mm[p]
+        topic = mm[p + 1:p + 1 + topic_len].decode()
+        p += 1 + topic_len
+        (props_len,) = _I16.unpack_from(mm, p)
+        if sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE and props_len > 0:
+            props = string_to_properties(mm[p + 2:p + 2 + props_len].decode())
+            keys = props.get(MessageConst.KEYS)
+            uniq = props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if keys or uniq:
+                index.build_index(topic, keys.split(MessageConst.KEY_SEPARATOR) if keys else [], uniq, offset,
+                                  store_ts)
+        last_ts = store_ts
+        offset += total
+    return offset, last_ts
+
+
+def run_child(ns: argparse.Namespace) -> int:
+    path = os.path.join(ns.root, CONTROL_FILE)
+    lock_fd = os.open(path, os.O_RDWR)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX)  # one child per store, held until this process ends
+    ctrl = _open_control(path)
+    index = IndexService(os.path.join(ns.root, "index"), ns.hash_slots, ns.index_num)
+    index.load(True, 0)
+    reader = _CommitLogReader(ns.commitlog, ns.file_size)
+    offset = _I64.unpack_from(ctrl, _INDEXED)[0]
+    last_ts = 0
+    flush_every = ns.flush_interval / 1000
+    last_flush = time.monotonic()
+    while True:
+        committed = _I64.unpack_from(ctrl, _COMMITTED)[0]
+        if os.getppid() != ns.ppid:
+            return 3  # the store died: nothing more is flushed, its recovery rebuilds from the log
+        if offset < committed:
+            offset, ts = index_records(reader, index, offset, committed)
+            last_ts = ts or last_ts
+            _I64.pack_into(ctrl, _INDEXED, offset)
+        elif _I64.unpack_from(ctrl, _STOP)[0]:
+            break
+        else:
+            time.sleep(0.001)
+        now = time.monotonic()
+        if now - last_flush >= flush_every:
+            last_flush = now
+            index.flush()
+            _I64.pack_into(ctrl, _FLUSHED_TS, last_ts)
+            min_offset = _I64.unpack_from(ctrl, _MIN_OFFSET)[0]
+            index.delete_expired(min_offset)
+            reader.drop_below(min_offset)
+    index.flush()
+    _I64.pack_into(ctrl, _FLUSHED_TS, last_ts)
+    index.close()
+    ctrl.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="rocketmq-py index dispatch child (started by the store)")
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--commitlog", required=True)
+    parser.add_argument("--file-size", type=int, required=True)
+    parser.add_argument("--hash-slots", type=int, required=True)
+    parser.add_argument("--index-num", type=int, required=True)
+    parser.add_argument("--flush-interval", type=int, default=1000)
+    parser.add_argument("--ppid", type=int, required=True)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [IndexDispatch] %(message)s")
+    try:
+        return run_child(parser.parse_args(argv))
+    except Exception:
+        log.exception("index dispatch failed")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

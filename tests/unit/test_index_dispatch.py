@@ -1,0 +1,142 @@
+"""The index built by a child process (store/index_dispatch.py): keys findable as soon as their
+put returns, the same answers as the inline index, a dead child replaced, an unfinished index
+completed at the next start, and a child that outlives its store's process leaving on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+
+from remoting.protocol.message import decode_record
+from store.index_dispatch import read_indexed_offset, wait_for_previous_child
+from store.message_store import DefaultMessageStore
+from tests.store_helpers import message, small_config
+from tests.waiting import wait_until
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+async def _started(root: str, **overrides: object) -> DefaultMessageStore:
+    s = DefaultMessageStore(small_config(root, **overrides))
+    await s.load()
+    await s.start()
+    return s
+
+
+def _bodies(s: DefaultMessageStore, topic: str, key: str) -> list[bytes]:
+    return sorted(decode_record(b).body for b in s.query_message(topic, key, 64, 0, 2**62))
+
+
+async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> None:
+    s = await _started(str(tmp_path))
+    try:
+        assert s.index_dispatch is not None and s.index_dispatch.alive()
+        for i in range(200):
+            await s.put_message(message("K", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
+            if i % 40 == 0:  # asked at once, with no wait of our own
+                assert _bodies(s, "K", f"key{i}") == [f"m{i}".encode()]
+                assert _bodies(s, "K", f"U{i}") == [f"m{i}".encode()]
+        assert len(s.query_message("K", "shared", 64, 0, 2**62)) == 64
+        assert _bodies(s, "Other", "key3") == []
+        end = s.commit_log.max_offset
+    finally:
+        await s.shutdown()
+    assert read_indexed_offset(str(tmp_path)) == end, "a clean stop indexes everything and says so"
+    s = await _started(str(tmp_path))
+    try:
+        assert _bodies(s, "K", "key199") == [b"m199"]
+    finally:
+        await s.shutdown()
+
+
+async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
+    answers = []
+    for mode in (True, False):
+        s = await _started(os.path.join(str(tmp_path), str(mode)), messageIndexInChildProcess=mode)
+        try:
+            for i in range(300):  # small index files (256 entries): several files, rolled by both
+                await s.put_message(message("A", f"a{i}".encode(), keys=f"k{i % 7}", uniq=f"U{i}"))
+            answers.append([_bodies(s, "A", f"k{j}") for j in range(7)] + [_bodies(s, "A", "U299")])
+            answers.append(len(os.listdir(os.path.join(s.root, "index"))))
+        finally:
+            await s.shutdown()
+    assert answers[0] == answers[2] and answers[1] == answers[3]
+    assert answers[1] >= 2
+
+
+async def test_a_dead_child_is_replaced_and_catches_up(tmp_path: str) -> None:
+    s = await _started(str(tmp_path), flushIntervalConsumeQueue=20)
+    try:
+        dispatch = s.index_dispatch
+        assert dispatch is not None
+        await s.put_message(message("D", b"before", keys="before"))
+        os.kill(dispatch._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        await s.put_message(message("D", b"during", keys="during"))
+        assert await wait_until(lambda: dispatch.restarts == 1 and dispatch.alive(), timeout=10)
+        assert _bodies(s, "D", "during") == [b"during"]
+        assert _bodies(s, "D", "before") == [b"before"]
+    finally:
+        await s.shutdown()
+
+
+async def test_an_index_left_unfinished_is_completed_at_the_next_start(tmp_path: str) -> None:
+    root = str(tmp_path)
+    s = await _started(root)
+    dispatch = s.index_dispatch
+    assert dispatch is not None
+    await s.put_message(message("U", b"early", keys="early"))
+    assert dispatch.wait_indexed(5.0)
+    # The child is stopped before it can see the rest: the store shuts down cleanly without it.
+    os.kill(dispatch._proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+    try:
+        for i in range(20):
+            await s.put_message(message("U", f"late{i}".encode(), keys=f"late{i}"))
+    finally:
+        os.kill(dispatch._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+    await s.shutdown()
+    assert read_indexed_offset(root) < s.commit_log.max_offset
+    s = DefaultMessageStore(small_config(root, messageIndexInChildProcess=False))
+    assert await s.load(), "the shutdown was clean"
+    await s.start()
+    try:
+        assert _bodies(s, "U", "late19") == [b"late19"] and _bodies(s, "U", "early") == [b"early"]
+    finally:
+        await s.shutdown()
+
+
+async def test_the_child_leaves_when_its_store_process_dies(tmp_path: str) -> None:
+    root = str(tmp_path)
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from store.message_store import DefaultMessageStore
+        from tests.store_helpers import message, small_config
+        async def main():
+            s = DefaultMessageStore(small_config({root!r}))
+            await s.load()
+            await s.start()
+            await s.put_message(message("P", b"x", keys="x"))
+            print(s.index_dispatch._proc.pid, flush=True)
+            await asyncio.sleep(60)
+        asyncio.run(main())
+    """)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE,
+                                                cwd=PROJECT)
+    assert proc.stdout is not None
+    child = int(await asyncio.wait_for(proc.stdout.readline(), 30))
+    proc.kill()
+    await proc.wait()
+
+    def gone() -> bool:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return True
+        # Reparented zombies count as gone once they have exited.
+        with open(f"/proc/{child}/stat") as f:
+            return f.read().split(") ", 1)[1].startswith("Z")
+
+    assert await wait_until(gone, timeout=10)
+    wait_for_previous_child(root, 1.0)  # its lock is free: a new store may start at once
