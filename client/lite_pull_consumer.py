@@ -94,6 +94,8 @@ class LitePullConsumer:
         self._local_offsets: LocalFileOffsetStore | None = None
         self.broker_suspend_max_time = broker_suspend_max_time
         self.rebalance_interval = rebalance_interval
+        # How long shutdown waits for its pulling and rebalancing tasks to stop.
+        self.shutdown_timeout = 5.0
         self.strategy = allocate_strategy or AllocateMessageQueueAveragely()
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._assigned_fixed: list[MessageQueue] | None = None
@@ -148,7 +150,12 @@ class LitePullConsumer:
         running = [*self._tasks, *(s.task for s in self._queues.values() if s.task)]
         for task in running:
             task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
+        self._rebalance_now.set()
+        if running:
+            _, stuck = await asyncio.wait(running, timeout=self.shutdown_timeout)
+            if stuck:
+                log.warning("%d tasks of consumer %s did not stop within %.0f s", len(stuck), self.group,
+                            self.shutdown_timeout)
         self._tasks = []
         if self.auto_commit:
             await self._commit(instance)
@@ -298,10 +305,14 @@ class LitePullConsumer:
         return []
 
     async def _rebalance_loop(self) -> None:
-        while True:
+        # Ends on shutdown by itself: on Python 3.11 wait_for may swallow a cancellation that
+        # arrives as the event is set, and a loop that relied on it would never end.
+        while self._instance is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._rebalance_now.wait(), self.rebalance_interval)
             self._rebalance_now.clear()
+            if self._instance is None:
+                return
             try:
                 await self.rebalance()
             except (MQClientError, RemotingError) as exc:
