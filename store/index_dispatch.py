@@ -284,6 +284,8 @@ def run_child(ns: argparse.Namespace) -> int:
         if os.getppid() != ns.ppid:
             return 3  # the store died: nothing more is flushed, its recovery rebuilds from the log
         if offset < committed:
+            # Records retention already deleted are not there to index.
+            offset = max(offset, _I64.unpack_from(ctrl, _MIN_OFFSET)[0])
             offset, ts = index_records(reader, index, offset, committed)
             last_ts = ts or last_ts
             _I64.pack_into(ctrl, _INDEXED, offset)
