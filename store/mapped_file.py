@@ -94,7 +94,8 @@ class MappedFile:
         end = self.wrote_position if up_to is None else min(up_to, self.wrote_position)
         if end > self.flushed_position:
             _datasync(self.fd)
-            self.flushed_position = end
+            # Two group-commit flushes may run at once: the position only moves forward.
+            self.flushed_position = max(self.flushed_position, end)
         return self.flushed_position
 
     def read(self, pos: int, size: int) -> bytes:

@@ -70,6 +70,8 @@ _STATUS_TO_CODE = {
 }
 
 
+_READ_V1 = SendMessageRequestHeader.decoder()
+_READ_V2 = SendMessageRequestHeaderV2.decoder()
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 
@@ -92,10 +94,8 @@ class SendMessageProcessor:
             server.register_processor(code, self.process_request, max_concurrency=4096)
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.SEND_MESSAGE:
-            header = request.decode_header(SendMessageRequestHeader)
-        else:
-            header = request.decode_header(SendMessageRequestHeaderV2)
+        ext = request.ext_fields or {}
+        header = _READ_V1(ext) if request.code == RequestCode.SEND_MESSAGE else _READ_V2(ext)
         checked = self._msg_check(conn, request, header)
         if isinstance(checked, RemotingCommand):
             return checked
@@ -186,7 +186,10 @@ class SendMessageProcessor:
                                     "is forbidden")
         wait = props.pop(MessageConst.WAIT_STORE_MSG_OK, "true") != "false"
         inner = self._inner(conn, header, topic, queue_id, request.body or b"", header.flag, props, topic_config)
-        result = await self.broker.message_store.put_message(inner, wait)
+        store = self.broker.message_store
+        result = store.append_message(inner)
+        if wait and store.sync_flush:
+            result = await store.synced(result)
         return self._response(request, result, queue_id)
 
     def _handle_retry_and_dlq(self, request: RemotingCommand, header: SendMessageRequestHeader,
