@@ -11,6 +11,8 @@ reput thread does, and each timing ends only when it has caught up):
 
     .venv/bin/python bench/store_append.py [--seconds 3] [--rounds 3]
 
+The store runs on the event loop the daemons use (uvloop when installed).
+
 Last line: one JSON object with the keys above and ratio_single_vs_bare, ratio_batch_vs_bare,
 group_commit_factor (= puts_sync_64_per_s / fsync_per_s).
 """
@@ -32,6 +34,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from remoting.loop import run
 from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
 from store.commit_log import MessageExtBrokerInner
 from store.config import FlushDiskType, MessageStoreConfig
@@ -81,7 +84,7 @@ def measure_single(root: str, seconds: float) -> float:
                 n += 1
         _settle(store)
         return n / (time.perf_counter() - t0)
-    return asyncio.run(_with_store(root, FlushDiskType.ASYNC_FLUSH, body))
+    return run(_with_store(root, FlushDiskType.ASYNC_FLUSH, body))
 
 
 def measure_batch(root: str, seconds: float) -> float:
@@ -96,7 +99,7 @@ def measure_batch(root: str, seconds: float) -> float:
             n += 32
         _settle(store)
         return n / (time.perf_counter() - t0)
-    return asyncio.run(_with_store(root, FlushDiskType.ASYNC_FLUSH, body))
+    return run(_with_store(root, FlushDiskType.ASYNC_FLUSH, body))
 
 
 def measure_sync_64(root: str, seconds: float) -> float:
@@ -116,7 +119,7 @@ def measure_sync_64(root: str, seconds: float) -> float:
         await asyncio.gather(*(writer() for _ in range(64)))
         _settle(store)
         return n / (time.perf_counter() - t0)
-    return asyncio.run(_with_store(root, FlushDiskType.SYNC_FLUSH, body))
+    return run(_with_store(root, FlushDiskType.SYNC_FLUSH, body))
 
 
 def measure_bare(root: str, seconds: float) -> float:
