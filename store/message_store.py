@@ -492,17 +492,18 @@ class DefaultMessageStore:
         if len(self._flushes) >= _MAX_GROUP_FLUSHES or not waiters or waiters[-1][0] <= self._flushing_to:
             return
         target = self._flushing_to = self.commit_log.max_offset
+        ts = self.commit_log.last_store_timestamp
         loop = asyncio.get_running_loop()
         fut = loop.run_in_executor(None, self.commit_log.queue.flush)
         self._flushes.add(fut)
-        fut.add_done_callback(lambda f: self._group_flush_done(f, target))
+        fut.add_done_callback(lambda f: self._group_flush_done(f, target, ts))
 
-    def _group_flush_done(self, fut: asyncio.Future[int], target: int) -> None:
+    def _group_flush_done(self, fut: asyncio.Future[int], target: int, store_timestamp: int) -> None:
         self._flushes.discard(fut)
         if fut.cancelled() or fut.exception() is not None:
             log.error("group commit flush failed: %s", "cancelled" if fut.cancelled() else fut.exception())
             return  # its waiters time out with FLUSH_DISK_TIMEOUT
-        self._after_commit_log_flush()
+        self._after_commit_log_flush(store_timestamp)
         still = []
         for waiter in self._flush_waiters:
             if waiter[0] <= target:
@@ -528,21 +529,23 @@ class DefaultMessageStore:
                                                                          self._expire_flush_waiters)
 
     async def _flush_commit_log_service(self) -> None:
+        """ASYNC_FLUSH's periodic flush. Under SYNC_FLUSH the puts drive group commit
+        (_start_group_flush), and this still flushes what puts that did not wait left dirty."""
         cfg = self.config
         while True:
-            if cfg.flushDiskType == FlushDiskType.SYNC_FLUSH:
-                return  # group commit is driven by the puts themselves (_start_group_flush)
-            else:
-                await asyncio.sleep(cfg.flushIntervalCommitLog / 1000)
-                thorough = time.monotonic() - self._last_flush >= cfg.flushCommitLogThoroughInterval / 1000
-                if thorough or self.commit_log.queue.dirty_bytes() >= cfg.flushCommitLogLeastPages * 4096:
-                    await asyncio.to_thread(self.commit_log.queue.flush)
-                    self._after_commit_log_flush()
+            await asyncio.sleep(cfg.flushIntervalCommitLog / 1000)
+            thorough = time.monotonic() - self._last_flush >= cfg.flushCommitLogThoroughInterval / 1000
+            if thorough or self.commit_log.queue.dirty_bytes() >= cfg.flushCommitLogLeastPages * 4096:
+                ts = self.commit_log.last_store_timestamp
+                await asyncio.to_thread(self.commit_log.queue.flush)
+                self._after_commit_log_flush(ts)
 
-    def _after_commit_log_flush(self) -> None:
+    def _after_commit_log_flush(self, store_timestamp: int) -> None:
+        """``store_timestamp``: the newest record's store time when the flush started (records
+        appended while it ran may not be on disk)."""
         self._last_flush = time.monotonic()
-        if self.checkpoint is not None and self.commit_log.last_store_timestamp:
-            self.checkpoint.physic_msg_timestamp = self.commit_log.last_store_timestamp
+        if self.checkpoint is not None and store_timestamp:
+            self.checkpoint.physic_msg_timestamp = store_timestamp
 
     async def _flush_consume_queue_service(self) -> None:
         cfg = self.config
