@@ -23,6 +23,7 @@ import fcntl
 import logging
 import mmap
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -318,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flush-interval", type=int, default=1000)
     parser.add_argument("--ppid", type=int, required=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [IndexDispatch] %(message)s")
+    # A Ctrl-C or a SIGTERM to the daemon's whole process group is the parent's to handle: it
+    # tells this process to finish through the control file (and its death ends this one too).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         return run_child(parser.parse_args(argv))
     except Exception:

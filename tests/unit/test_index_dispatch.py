@@ -150,3 +150,18 @@ def test_property_lookup_matches_whole_names_only() -> None:
     assert _property(props, "UNIQ_KEY\x01") == "U1"
     assert _property("KEYS\x01\x02X\x01y", "KEYS\x01") is None
     assert _property("X\x01y", "KEYS\x01") is None
+
+
+async def test_a_ctrl_c_to_the_process_group_leaves_the_child_to_its_parent(tmp_path: str) -> None:
+    s = await _started(str(tmp_path))
+    try:
+        dispatch = s.index_dispatch
+        assert dispatch is not None
+        await s.put_message(message("C", b"one", keys="one"))
+        assert dispatch.wait_indexed(5.0)  # started and past its set-up
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            os.kill(dispatch._proc.pid, sig)  # type: ignore[union-attr]
+        await s.put_message(message("C", b"two", keys="two"))
+        assert _bodies(s, "C", "two") == [b"two"] and dispatch.alive() and dispatch.restarts == 0
+    finally:
+        await s.shutdown()
