@@ -114,6 +114,8 @@ _BLANK = struct.Struct(">ii")
 # Everything before the body, by (born host, store host) address length: one pack per record.
 _HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
 _HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
+_HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
+_NONE_WRITTEN: list[tuple[MessageExtBrokerInner, int]] = []
 _TRAN_TYPE_MASK = 0x3 << 2
 _QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
@@ -240,6 +242,7 @@ class CommitLog:
         hosts = self._host_cache
         born = hosts.get(msg.born_host) or self._host(msg.born_host)
         store = hosts.get(msg.store_host) or self._host(msg.store_host)
+        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
         size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
         file_size = self.queue.file_size
         files = self.queue.files
@@ -264,17 +267,17 @@ class CommitLog:
         else:
             queue_offset = 0
         mf.mm[pos:pos + size] = b"".join((
-            _HEADS[len(born), len(store)].pack(
-                size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
-                offset, sys_flag | _HOST_FLAGS[len(born), len(store)], msg.born_timestamp, born, store_ts,
-                store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
+            head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
+                      offset, sys_flag | host_flags, msg.born_timestamp, born, store_ts, store, msg.reconsume_times,
+                      msg.prepared_transaction_offset, len(body)),
             body, topic, _I16.pack(len(props)), props))
         mf.wrote_position = pos + size
         msg.store_timestamp = store_ts
         msg.queue_offset = queue_offset
         msg.commit_log_offset = offset
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, [(msg, size)], store, (offset,))
+        # No ``written`` list: the store dispatches the one message it handed in.
+        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, _NONE_WRITTEN, store, (offset,))
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -121,6 +121,8 @@ class DefaultMessageStore:
         # Built on each put until start() hands the index to a child process (recovery indexes
         # inline, before any child exists).
         self._index_inline = config.messageIndexEnable
+        # Read on every put; the flush type is fixed for a store's life, as in Java.
+        self.sync_flush = config.flushDiskType == FlushDiskType.SYNC_FLUSH
         self.index_dispatch: IndexDispatchProcess | None = None
         self.message_arriving_listener = message_arriving_listener
         self.shutdown_flag = True
@@ -376,19 +378,18 @@ class DefaultMessageStore:
 
     # -- puts -------------------------------------------------------------------------------
 
-    def _check_put(self, msgs: list[MessageExtBrokerInner]) -> PutMessageResult | None:
+    def _refused(self) -> PutMessageResult:
+        """Why a put is turned away (called only when one of the three conditions holds)."""
         if self.shutdown_flag:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is shut down")
         if self.config.brokerRole == BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is a slave")
-        if self.disk_full:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                                    remark="the disk is full: usage above diskSpaceWarningLevelRatio")
-        return None
+        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                remark="the disk is full: usage above diskSpaceWarningLevelRatio")
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
-        result = self._append([msg])
-        if wait_store_msg_ok and self.config.flushDiskType == FlushDiskType.SYNC_FLUSH:
+        result = self._append_single(msg)
+        if wait_store_msg_ok and self.sync_flush:
             return await self.synced(result)
         return result
 
@@ -396,17 +397,14 @@ class DefaultMessageStore:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
         coroutine on the path most sends take."""
-        return self._append([msg])
+        return self._append_single(msg)
 
-    @property
-    def sync_flush(self) -> bool:
-        return self.config.flushDiskType == FlushDiskType.SYNC_FLUSH
 
     async def put_messages(self, msgs: list[MessageExtBrokerInner], wait_store_msg_ok: bool = True
                            ) -> PutMessageResult:
         """Store one message or one batch; resolves after the flush under SYNC_FLUSH."""
         result = self._append(msgs)
-        if wait_store_msg_ok and self.config.flushDiskType == FlushDiskType.SYNC_FLUSH:
+        if wait_store_msg_ok and self.sync_flush:
             return await self.synced(result)
         return result
 
@@ -422,27 +420,50 @@ class DefaultMessageStore:
     def _append(self, msgs: list[MessageExtBrokerInner]) -> PutMessageResult:
         """Append and dispatch in one step: nothing can run between a record landing in the log
         and its queue unit, so a reader never sees a queue behind the log it was told about."""
+        if len(msgs) == 1:
+            return self._append_single(msgs[0])
         if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
-            refused = self._check_put(msgs)
-            assert refused is not None
-            return refused
+            return self._refused()
         try:
-            result = self.commit_log._append_one(msgs[0]) if len(msgs) == 1 else self.commit_log.append(msgs)
+            result = self.commit_log.append(msgs)
         except OSError as exc:
-            log.error("create mapped file failed: %s", exc)
-            return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=str(exc))
+            return self._create_failed(exc)
         if result.status is not AppendMessageStatus.PUT_OK:
-            if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
-                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
-                                        "properties size exceeded 32767 bytes")
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
-                                    "message size exceeded: body over maxMessageSize or topic over 127 bytes")
+            return self._not_appended(result)
         dispatch = self._dispatch
         for msg, size in result.written:
             dispatch(msg, size, True)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def _append_single(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """``_append`` for one message: the same steps without a list (most puts are one)."""
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
+            return self._refused()
+        try:
+            result = self.commit_log._append_one(msg)
+        except OSError as exc:
+            return self._create_failed(exc)
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return self._not_appended(result)
+        self._dispatch(msg, result.wrote_bytes, True)
+        if self.index_dispatch is not None:
+            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
+        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    @staticmethod
+    def _create_failed(exc: OSError) -> PutMessageResult:
+        log.error("create mapped file failed: %s", exc)
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=str(exc))
+
+    @staticmethod
+    def _not_appended(result: AppendMessageResult) -> PutMessageResult:
+        if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
+                                    "properties size exceeded 32767 bytes")
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
+                                "message size exceeded: body over maxMessageSize or topic over 127 bytes")
 
     def _dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
         tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
