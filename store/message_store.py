@@ -56,8 +56,16 @@ class PutMessageResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                               PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        """Stored (perhaps not yet flushed or replicated, as the status says)."""
+        status = self.status
+        # Identity tests: an Enum's __hash__ is Python code, and this runs for every put.
+        return status is _PUT_OK or status in _STORED
+
+
+_PUT_OK = PutMessageStatus.PUT_OK
+_APPENDED = AppendMessageStatus.PUT_OK
+_STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+                     PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
 
 class GetMessageStatus(Enum):
@@ -411,7 +419,7 @@ class DefaultMessageStore:
     async def synced(self, result: PutMessageResult) -> PutMessageResult:
         """``result`` once its record is flushed, or FLUSH_DISK_TIMEOUT after syncFlushTimeout."""
         append = result.append_result
-        if result.status is not PutMessageStatus.PUT_OK or append is None:
+        if result.status is not _PUT_OK or append is None:
             return result
         if not await self._flush_waiter(append.wrote_offset + append.wrote_bytes):
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
@@ -428,14 +436,14 @@ class DefaultMessageStore:
             result = self.commit_log.append(msgs)
         except OSError as exc:
             return self._create_failed(exc)
-        if result.status is not AppendMessageStatus.PUT_OK:
+        if result.status is not _APPENDED:
             return self._not_appended(result)
         dispatch = self._dispatch
         for msg, size in result.written:
             dispatch(msg, size, True)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
-        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+        return PutMessageResult(_PUT_OK, result)
 
     def _append_single(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``_append`` for one message: the same steps without a list (most puts are one)."""
@@ -445,12 +453,12 @@ class DefaultMessageStore:
             result = self.commit_log._append_one(msg)
         except OSError as exc:
             return self._create_failed(exc)
-        if result.status is not AppendMessageStatus.PUT_OK:
+        if result.status is not _APPENDED:
             return self._not_appended(result)
         self._dispatch(msg, result.wrote_bytes, True)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
-        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+        return PutMessageResult(_PUT_OK, result)
 
     @staticmethod
     def _create_failed(exc: OSError) -> PutMessageResult:
