@@ -81,6 +81,7 @@ class BrokerController:
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wakeup: asyncio.Event | None = None
         self.listen_port = self.server_config.listenPort
+        self._store_host = ("", 0)
 
     def _fast_port(self) -> int:
         port = self.server_config.listenPort
@@ -96,7 +97,12 @@ class BrokerController:
 
     @property
     def store_host(self) -> tuple[str, int]:
-        return (self.broker_config.brokerIP1, self.listen_port)
+        """The advertised address every stored message carries (the same tuple object while the
+        address holds: the store caches its bytes by it, once per send)."""
+        host = self._store_host
+        if host[0] != self.broker_config.brokerIP1 or host[1] != self.listen_port:
+            host = self._store_host = (self.broker_config.brokerIP1, self.listen_port)
+        return host
 
     @property
     def broker_addr(self) -> str:

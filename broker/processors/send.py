@@ -70,6 +70,7 @@ _STATUS_TO_CODE = {
 }
 
 
+_PUT_OK = PutMessageStatus.PUT_OK
 _READ_V1 = SendMessageRequestHeader.decoder()
 _READ_V2 = SendMessageRequestHeaderV2.decoder()
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
@@ -237,7 +238,8 @@ class SendMessageProcessor:
         return self._response(request, result, queue_id)
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
-        code, remark = _STATUS_TO_CODE[result.status]
+        # The common case without hashing the Enum (its __hash__ is Python code).
+        code, remark = (ResponseCode.SUCCESS, None) if result.status is _PUT_OK else _STATUS_TO_CODE[result.status]
         cfg = self.broker.broker_config
         ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
         append = result.append_result
