@@ -48,6 +48,10 @@ _COMMITTED, _INDEXED, _FLUSHED_TS, _MIN_OFFSET, _STOP = 0, 8, 16, 24, 32
 _HEAD = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+# By the host-length flags of a record: where its store timestamp is, and how to read it with
+# the body length that follows the store host, reconsume times and prepared offset.
+_MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
+           for flags in (0x00, 0x10, 0x20, 0x30)}
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -198,6 +202,7 @@ class _CommitLogReader:
         self.directory = directory
         self.file_size = file_size
         self.maps: dict[int, mmap.mmap] = {}
+        self.topics: dict[bytes, str] = {}  # a topic's bytes as stored -> the name
 
     def get(self, file_offset: int) -> mmap.mmap:
         mm = self.maps.get(file_offset)
@@ -234,6 +239,7 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
     """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
     looks at its parent and its stop flag often); returns the new offset and the last store time."""
     file_size = reader.file_size
+    topics = reader.topics
     last_ts = 0
     end = min(end, offset + (4 << 20))
     while offset < end:
@@ -247,13 +253,14 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         if magic != MESSAGE_MAGIC_CODE or total <= 0:
             raise ValueError(f"no record at committed offset {offset} (magic {magic:#x}, size {total})")
         (sys_flag,) = _I32.unpack_from(mm, pos + 36)
-        p = pos + 48 + (20 if sys_flag & 0x10 else 8)
-        (store_ts,) = _I64.unpack_from(mm, p)
-        p += 8 + (20 if sys_flag & 0x20 else 8) + 12
-        (body_len,) = _I32.unpack_from(mm, p)
-        p += 4 + body_len
+        at, middle = _MIDDLE[sys_flag & 0x30]
+        store_ts, body_len = middle.unpack_from(mm, pos + at)
+        p = pos + at + middle.size + body_len
         topic_len = mm[p]
-        topic = mm[p + 1:p + 1 + topic_len].decode()
+        raw = mm[p + 1:p + 1 + topic_len]
+        topic = topics.get(raw)
+        if topic is None:
+            topic = topics[raw] = raw.decode()
         p += 1 + topic_len
         (props_len,) = _I16.unpack_from(mm, p)
         if sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE and props_len > 0:

@@ -14,7 +14,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from remoting.protocol.message import java_string_hash
+from remoting.protocol.message import _HI31, _LO31, java_string_hash
 
 log = logging.getLogger("rocketmq.store")
 
@@ -38,6 +38,22 @@ def _abs_hash(h: int) -> int:
 def topic_key_hash(topic: str, key: str) -> int:
     """key_hash(topic + "#" + key): the index stores keys qualified by their topic."""
     return _abs_hash(java_string_hash(f"{topic}#{key}"))
+
+
+def _topic_key_hashes(topic: str, keys: list[str], uniq_key: str | None) -> list[int]:
+    """``topic_key_hash`` of each key, the ASCII case (nearly every key) hashed inline."""
+    out = []
+    for key in (*keys, uniq_key) if uniq_key else keys:
+        if not key:
+            continue
+        text = f"{topic}#{key}"
+        if text.isascii():
+            data = text.encode()
+            h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
+            out.append(h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h))
+        else:
+            out.append(_abs_hash(java_string_hash(text)))
+    return out
 
 
 class IndexFile:
@@ -212,9 +228,7 @@ class IndexService:
         f = files[-1] if files else self._last_file()
         if phy_offset < f.end_phy_offset:
             return  # already indexed (recovery re-dispatch)
-        hashes = [_abs_hash(java_string_hash(f"{topic}#{key}")) for key in keys if key]
-        if uniq_key:
-            hashes.append(_abs_hash(java_string_hash(f"{topic}#{uniq_key}")))
+        hashes = _topic_key_hashes(topic, keys, uniq_key)
         while hashes:
             put = f.put_keys(hashes, phy_offset, store_timestamp)
             hashes = hashes[put:]

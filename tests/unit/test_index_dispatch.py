@@ -41,6 +41,13 @@ async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> No
                 assert _bodies(s, "K", f"U{i}") == [f"m{i}".encode()]
         assert len(s.query_message("K", "shared", 64, 0, 2**62)) == 64
         assert _bodies(s, "Other", "key3") == []
+        # IPv6 hosts move the fields the child reads; a non-ASCII key hashes by UTF-16 units.
+        await s.put_message(message("K", b"six", keys="v6 \u00e9t\u00e9", born_host=("::1", 5555)))
+        assert _bodies(s, "K", "v6") == [b"six"] and _bodies(s, "K", "\u00e9t\u00e9") == [b"six"]
+        both = message("K", b"both", keys="v6both", born_host=("::1", 5555))
+        both.store_host = ("::1", 10911)
+        await s.put_message(both)
+        assert _bodies(s, "K", "v6both") == [b"both"]
         end = s.commit_log.max_offset
     finally:
         await s.shutdown()
