@@ -147,10 +147,19 @@ class MQClientInstance:
 
     async def update_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData:
         route = await self.get_topic_route_from_namesrv(topic, timeout)
+        self.set_topic_route(topic, route)
+        return route
+
+    def set_topic_route(self, topic: str, route: TopicRouteData) -> None:
+        """Cache a topic's route and tell the members (a producer refreshes its queues: a
+        broker or queues added to the topic are used from the next send on)."""
         self.topic_route_table[topic] = route
         for bd in route.brokerDatas:
             self.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
-        return route
+        for member in self.members.values():
+            changed = getattr(member, "route_changed", None)
+            if changed is not None:
+                changed(topic, route)
 
     async def update_all_topic_routes(self) -> None:
         topics = set().union(*(m.topics() for m in self.members.values())) if self.members else set()

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
 from client.errors import ClientStateError, MQClientError, NoRouteError
@@ -65,6 +66,8 @@ class _QueueState:
     consumed_offset: int = -1
     paused: bool = False
     task: asyncio.Task[None] | None = None
+    # A push consumer's pulled-but-unconsumed messages of this queue (its ProcessQueue).
+    process: Any = None
 
 
 @dataclass
@@ -358,6 +361,11 @@ class LitePullConsumer:
             raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
         return int((r.ext_fields or {})["offset"])
 
+    def _flow_control_delay(self, state: _QueueState) -> float:
+        """Seconds to wait before this queue's next pull (0: pull now). The lite consumer is
+        held back by its bounded buffer instead; a push consumer counts what it has cached."""
+        return 0.0
+
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
         await self._buffer.put(_Batch(state.mq, msgs))
@@ -391,6 +399,10 @@ class LitePullConsumer:
                     state.next_offset = await self._start_offset(mq)
                 if state.paused:
                     await asyncio.sleep(1.0)  # Java's pull delay while paused
+                    continue
+                delay = self._flow_control_delay(state)
+                if delay:
+                    await asyncio.sleep(delay)
                     continue
                 instance = self._require_started()
                 addr = await instance.master_addr(mq.topic, mq.broker_name)

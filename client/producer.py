@@ -271,6 +271,13 @@ class Producer:
         if self.fault is not None:
             self.fault.update_fault_item(broker, int((time.monotonic() - started) * 1000), isolation=failed)
 
+    def route_changed(self, topic: str, route: TopicRouteData) -> None:
+        """The client instance refreshed ``topic``'s route: send to its queues as they are now."""
+        if topic in self._publish:
+            info = TopicPublishInfo(topic, route)
+            if info.queues:
+                self._publish[topic] = info
+
     async def _publish_info(self, instance: MQClientInstance, topic: str, deadline: float) -> TopicPublishInfo:
         info = self._publish.get(topic)
         if info is not None and info.queues:
@@ -288,6 +295,9 @@ class Producer:
                 raise NoRouteError(f"{first} -- and the auto-create template topic {self.create_topic_key} has no "
                                    "route either: autoCreateTopicEnable is off on every broker, so create the topic "
                                    "first (mqadmin updateTopic)", first.code) from None
+            # As Java does, the template's route is kept under the new topic's name until the
+            # NameServer knows the topic: it is what names the brokers this producer uses.
+            instance.topic_route_table[topic] = template
             for bd in template.brokerDatas:
                 instance.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
             info = TopicPublishInfo(topic, template, self.default_topic_queue_nums)
