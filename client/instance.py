@@ -17,11 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from client.allocate import MessageQueue
 from client.errors import MQClientError, NoRouteError
 from remoting.client import RemotingClient
 from remoting.codes import LanguageCode, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
+from remoting.protocol.broker import decode_mq_keyed
 from remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
 from remoting.protocol.route import MASTER_ID, TopicRouteData
 
@@ -84,6 +86,7 @@ class MQClientInstance:
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
 
     async def _on_consumer_ids_changed(self, conn: object, request: RemotingCommand) -> None:
         group = (request.ext_fields or {}).get("consumerGroup", "")
@@ -91,6 +94,25 @@ class MQClientInstance:
                  getattr(conn, "remote_addr", "?"), group)
         for listener in self.consumer_listeners.get(group, []):
             listener()
+
+    async def _on_reset_offset(self, conn: object, request: RemotingCommand) -> None:
+        """The broker resets a group's offsets (mqadmin resetOffsetByTime): our consumer of that
+        group starts its queues of the topic again from the offsets in the body."""
+        ext = request.ext_fields or {}
+        group, topic = ext.get("group", ""), ext.get("topic", "")
+        try:
+            table = decode_mq_keyed(request.body or b"{}", "offsetTable")
+        except ValueError as exc:
+            log.warning("reset offset request for %s from %s has a bad body: %s", group,
+                        getattr(conn, "remote_addr", "?"), exc)
+            return
+        member = self.members.get(f"consumer:{group}")
+        reset = getattr(member, "reset_offsets", None)
+        if reset is None:
+            return
+        log.info("invoke reset offset operation from broker. brokerAddr=%s, topic=%s, group=%s, timestamp=%s",
+                 getattr(conn, "remote_addr", "?"), topic, group, ext.get("timestamp"))
+        reset({MessageQueue(t, b, q): int(off) for (t, b, q), off in table.items() if t == topic})
 
     # -- lifecycle --------------------------------------------------------------------------
 

@@ -74,6 +74,9 @@ class _QueueState:
 class _Batch:
     mq: MessageQueue
     messages: list[MessageExt] = field(default_factory=list)
+    # The queue state that pulled it: a seek or a rebalance replaces the state, which makes
+    # every batch pulled before it stale, whichever way the offset moved.
+    state: _QueueState | None = None
 
 
 class LitePullConsumer:
@@ -202,11 +205,8 @@ class LitePullConsumer:
             except TimeoutError:
                 return []
             state = self._queues.get(batch.mq)
-            if state is None or state.paused or not batch.messages:
+            if state is None or state is not batch.state or state.paused or not batch.messages:
                 continue  # the queue was reassigned or sought since this batch was pulled
-            first = batch.messages[0].queue_offset
-            if state.consumed_offset >= 0 and first < state.consumed_offset:
-                continue  # pulled before a seek
             state.consumed_offset = batch.messages[-1].queue_offset + 1
             return batch.messages
 
@@ -222,9 +222,17 @@ class LitePullConsumer:
             raise MQClientError(f"The message queue is not in assigned list, may be rebalancing, {mq}")
         if state.task:
             state.task.cancel()
-        state.next_offset = offset
-        state.consumed_offset = offset
-        state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
+        # A fresh state: what the old one pulled, or is still consuming, no longer counts.
+        fresh = self._queues[mq] = _QueueState(mq, next_offset=offset, consumed_offset=offset, paused=state.paused)
+        fresh.task = asyncio.get_running_loop().create_task(self._pull_loop(fresh))
+
+    def reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET from the broker (an operator's reset by time): the
+        queues we consume start again from the given offsets, dropping what was pulled."""
+        for mq, offset in offsets.items():
+            if mq in self._queues:
+                log.info("reset offset of %s to %d (group %s)", mq, offset, self.group)
+                self.seek(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         self.seek(mq, await self._offset_request(RequestCode.GET_MIN_OFFSET, mq))
@@ -368,7 +376,7 @@ class LitePullConsumer:
 
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
-        await self._buffer.put(_Batch(state.mq, msgs))
+        await self._buffer.put(_Batch(state.mq, msgs, state))
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """The committed offset, else where consumeFromWhere says (behaviours.md §2)."""
