@@ -30,8 +30,9 @@ class MessageStoreConfig(BaseModel):
     mappedFileSizeCommitLog: int = 1024 * 1024 * 1024
     mappedFileSizeConsumeQueue: int = 300000 * 20
     flushDiskType: FlushDiskType = FlushDiskType.ASYNC_FLUSH
-    # The next CommitLog file is always created ahead with its blocks reserved; warming also
-    # writes its pages once (zeros) so puts never fault on a fresh page.
+    # The next CommitLog file is always created ahead, sparse (no disk used until written);
+    # warming allocates, zero-writes and syncs it so puts never fault on a fresh page (at the
+    # price of writing each file twice).
     warmMapedFileEnable: bool = False
     brokerRole: BrokerRole = BrokerRole.ASYNC_MASTER
     flushIntervalCommitLog: int = 500
