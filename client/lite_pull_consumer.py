@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
+from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue, strategy_from
 from client.errors import ClientStateError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
 from client.offset_store import LocalFileOffsetStore
@@ -42,6 +42,9 @@ from remoting.protocol.message import MessageConst, MessageExt, decode_records, 
 from remoting.protocol.topic import PermName
 
 log = logging.getLogger("rocketmq.client")
+
+# PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: how long a flow-controlled queue waits to pull again.
+PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
 
 
 def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
@@ -80,7 +83,7 @@ class LitePullConsumer:
                  consume_timestamp: int | None = None, message_model: MessageModel = MessageModel.CLUSTERING,
                  pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
                  rebalance_interval: float = 20.0,
-                 allocate_strategy: AllocateMessageQueueStrategy | None = None) -> None:
+                 allocate_strategy: AllocateMessageQueueStrategy | str | None = None) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
         self.pull_batch_size = pull_batch_size
@@ -96,7 +99,7 @@ class LitePullConsumer:
         self.rebalance_interval = rebalance_interval
         # How long shutdown waits for its pulling and rebalancing tasks to stop.
         self.shutdown_timeout = 5.0
-        self.strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.strategy = strategy_from(allocate_strategy) if allocate_strategy else AllocateMessageQueueAveragely()
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._assigned_fixed: list[MessageQueue] | None = None
         self._queues: dict[MessageQueue, _QueueState] = {}
@@ -358,6 +361,10 @@ class LitePullConsumer:
             raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
         return int((r.ext_fields or {})["offset"])
 
+    def _flow_controlled(self, state: _QueueState) -> bool:
+        """Whether to hold this queue's next pull; the bounded poll buffer already limits lite pulls."""
+        return False
+
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
         await self._buffer.put(_Batch(state.mq, msgs))
@@ -391,6 +398,9 @@ class LitePullConsumer:
                     state.next_offset = await self._start_offset(mq)
                 if state.paused:
                     await asyncio.sleep(1.0)  # Java's pull delay while paused
+                    continue
+                if self._flow_controlled(state):
+                    await asyncio.sleep(PULL_TIME_DELAY_WHEN_FLOW_CONTROL)
                     continue
                 instance = self._require_started()
                 addr = await instance.master_addr(mq.topic, mq.broker_name)

@@ -26,6 +26,7 @@ from client.allocate import MessageQueue
 from client.errors import MQClientError
 from client.instance import MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
+from client.process_queue import ProcessQueue
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -63,7 +64,9 @@ class PushConsumer(LitePullConsumer):
     def __init__(self, group: str, namesrv_addr: str | None = None, *, consume_concurrency: int = 20,
                  max_reconsume_times: int = 16, local_retry_delay: float = 1.0,
                  suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
-                 **kwargs: object) -> None:
+                 pull_threshold_for_queue: int = 1000, pull_threshold_size_for_queue: int = 100,
+                 pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
+                 consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
         super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
         self.consume_concurrency = consume_concurrency
         self.max_reconsume_times = max_reconsume_times
@@ -72,6 +75,16 @@ class PushConsumer(LitePullConsumer):
         self._listener: ConcurrentListener | None = None
         self._orderly: OrderlyListener | None = None
         self._slots = asyncio.Semaphore(consume_concurrency)
+        # Flow control (DefaultMQPushConsumer's names; sizes in MiB, -1 = no per-topic limit).
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.pull_threshold_for_topic = pull_threshold_for_topic
+        self.pull_threshold_size_for_topic = pull_threshold_size_for_topic
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.queue_flow_control_times = 0
+        self.queue_max_span_flow_control_times = 0
+        self._pqs: dict[MessageQueue, ProcessQueue] = {}
+        self._consuming: set[asyncio.Task[None]] = set()
         # Orderly: queue -> when the broker last granted us its lock.
         self._locks: dict[MessageQueue, float] = {}
 
@@ -89,6 +102,15 @@ class PushConsumer(LitePullConsumer):
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
 
     async def shutdown(self) -> None:
+        # Stop pulling, then let in-flight listener calls finish (bounded) before offsets are
+        # committed, so a clean restart consumes nothing twice.
+        for state in self._queues.values():
+            if state.task:
+                state.task.cancel()
+        if self._consuming:
+            _, stuck = await asyncio.wait(set(self._consuming), timeout=self.shutdown_timeout)
+            for task in stuck:
+                task.cancel()
         instance = self._instance
         if instance is not None and self._orderly is not None:
             await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks))
@@ -97,6 +119,8 @@ class PushConsumer(LitePullConsumer):
     async def rebalance(self) -> None:
         before = set(self._queues)
         await super().rebalance()
+        for mq in [mq for mq in self._pqs if mq not in self._queues]:
+            self._pqs.pop(mq).dropped = True
         instance = self._instance
         if self._orderly is not None and instance is not None:
             removed = [mq for mq in before if mq not in self._queues]
@@ -164,9 +188,56 @@ class PushConsumer(LitePullConsumer):
         # messages the listener has finished with, and orderly consumption keeps its order.
         if self._orderly is not None:
             await self._consume_orderly(state, msgs)
-        else:
-            await asyncio.gather(*(self._consume_one(m) for m in msgs))
-        state.consumed_offset = msgs[-1].queue_offset + 1
+            state.consumed_offset = msgs[-1].queue_offset + 1
+            return
+        # Concurrent: the pull loop goes on while the listener works; the process queue bounds
+        # what piles up (flow control) and says how far the offset may advance.
+        pq = self._pqs.get(state.mq)
+        if pq is None:
+            pq = self._pqs[state.mq] = ProcessQueue()
+        pq.put(msgs)
+        loop = asyncio.get_running_loop()
+        for msg in msgs:
+            task = loop.create_task(self._consume_and_ack(state, pq, msg))
+            self._consuming.add(task)
+            task.add_done_callback(self._consuming.discard)
+
+    async def _consume_and_ack(self, state: _QueueState, pq: ProcessQueue, msg: MessageExt) -> None:
+        await self._consume_one(msg)
+        offset = pq.remove([msg])
+        if offset >= 0 and not pq.dropped:
+            state.consumed_offset = offset
+
+    def _flow_controlled(self, state: _QueueState) -> bool:
+        """DefaultMQPushConsumerImpl.pullMessage's checks: cached count, size and offset span."""
+        pq = self._pqs.get(state.mq)
+        if pq is None or not pq.msg_count:
+            return False
+        count_limit, size_limit = self.pull_threshold_for_queue, self.pull_threshold_size_for_queue
+        # Per-topic limits, when set, are shared out among the topic's queues held here.
+        held = sum(1 for mq in self._queues if mq.topic == state.mq.topic) or 1
+        if self.pull_threshold_for_topic != -1:
+            count_limit = max(1, self.pull_threshold_for_topic // held)
+        if self.pull_threshold_size_for_topic != -1:
+            size_limit = max(1, self.pull_threshold_size_for_topic // held)
+        size_mib = pq.msg_size // (1024 * 1024)
+        if pq.msg_count > count_limit or size_mib > size_limit:
+            if self.queue_flow_control_times % 1000 == 0:
+                what = "count" if pq.msg_count > count_limit else "size"
+                log.warning("the cached message %s exceeds the threshold %d, so do flow control, minOffset=%d, "
+                            "maxOffset=%d, count=%d, size=%d MiB, mq=%s, flowControlTimes=%d", what,
+                            count_limit if what == "count" else size_limit, pq.min_offset(),
+                            pq.queue_offset_max, pq.msg_count, size_mib, state.mq, self.queue_flow_control_times)
+            self.queue_flow_control_times += 1
+            return True
+        if self._orderly is None and pq.max_span() > self.consume_concurrently_max_span:
+            if self.queue_max_span_flow_control_times % 1000 == 0:
+                log.warning("the queue's messages, span too long, so do flow control, minOffset=%d, maxOffset=%d, "
+                            "maxSpan=%d, mq=%s, flowControlTimes=%d", pq.min_offset(), pq.queue_offset_max,
+                            pq.max_span(), state.mq, self.queue_max_span_flow_control_times)
+            self.queue_max_span_flow_control_times += 1
+            return True
+        return False
 
     async def _consume_one(self, msg: MessageExt) -> None:
         assert self._listener is not None
