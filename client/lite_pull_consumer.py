@@ -266,30 +266,41 @@ class LitePullConsumer:
         instance = self._require_started()
         wanted: list[MessageQueue] = []
         for topic in self.subscriptions:
-            try:
-                route = await instance.update_topic_route(topic)
-            except NoRouteError as exc:
-                log.warning("rebalance: %s", exc)
-                continue
-            mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
-                            if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
-            if not mq_all:
-                continue
-            if self.message_model == MessageModel.BROADCASTING:
-                wanted.extend(mq_all)  # every member consumes every queue
-                continue
-            cids = await self._consumer_ids(instance, topic)
-            if instance.client_id not in cids:
-                # The broker has not heard from us yet (the route, and so the broker, was unknown
-                # at start): heartbeat now, as Java does on a new route, and ask again.
-                await instance.send_heartbeat_to_all_brokers()
-                cids = await self._consumer_ids(instance, topic)
-            if instance.client_id not in cids:
-                continue
-            wanted.extend(self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids)))
+            allocated = await self._allocate_topic(instance, topic)
+            if allocated is None:
+                # Java's rebalanceByTopic: with no queue set or no consumer ids it logs and changes
+                # nothing, so an unreachable NameServer or broker never empties an assignment.
+                allocated = [mq for mq in self._queues if mq.topic == topic]
+            wanted.extend(allocated)
         removed = self._apply_assignment(wanted)
         if removed and self.auto_commit:
             await self._commit(instance, removed)
+
+    async def _allocate_topic(self, instance: MQClientInstance, topic: str) -> list[MessageQueue] | None:
+        """This member's queues of ``topic``, or None when that cannot be known right now."""
+        try:
+            route = await instance.update_topic_route(topic)
+        except (NoRouteError, RemotingError) as exc:
+            route = instance.topic_route_table.get(topic)  # the cached route, as Java's table
+            log.warning("rebalance: %s%s", exc, "; using the cached route" if route else "")
+            if route is None:
+                return None
+        mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
+                        if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
+        if not mq_all:
+            return None
+        if self.message_model == MessageModel.BROADCASTING:
+            return mq_all  # every member consumes every queue
+        cids = await self._consumer_ids(instance, topic)
+        if instance.client_id not in cids:
+            # The broker has not heard from us yet (the route, and so the broker, was unknown
+            # at start): heartbeat now, as Java does on a new route, and ask again.
+            await instance.send_heartbeat_to_all_brokers()
+            cids = await self._consumer_ids(instance, topic)
+        if not cids:
+            log.warning("doRebalance, %s, %s, get consumer id list failed; assignment unchanged", self.group, topic)
+            return None
+        return self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids))
 
     async def _consumer_ids(self, instance: MQClientInstance, topic: str) -> list[str]:
         route = instance.topic_route_table.get(topic)

@@ -290,6 +290,9 @@ class Producer:
                                    "first (mqadmin updateTopic)", first.code) from None
             for bd in template.brokerDatas:
                 instance.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+            # Kept as the topic's route until the NameServer has the real one (as Java does), so
+            # the brokers it names are not dropped as offline while no NameServer answers.
+            instance.topic_route_table.setdefault(topic, template)
             info = TopicPublishInfo(topic, template, self.default_topic_queue_nums)
         if not info.queues:
             raise NoRouteError(f"No writable queue of topic {topic} on a master broker", ResponseCode.TOPIC_NOT_EXIST)
