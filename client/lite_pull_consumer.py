@@ -47,6 +47,10 @@ log = logging.getLogger("rocketmq.client")
 PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
 
 
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.01)
+
+
 def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
     """FilterAPI.buildSubscriptionData: tags split on ``||``, their Java hashes as the code set."""
     expression = (expression or "").strip()
@@ -99,6 +103,7 @@ class LitePullConsumer:
         self.rebalance_interval = rebalance_interval
         # How long shutdown waits for its pulling and rebalancing tasks to stop.
         self.shutdown_timeout = 5.0
+        self._deadline: float | None = None
         self.strategy = strategy_from(allocate_strategy) if allocate_strategy else AllocateMessageQueueAveragely()
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._assigned_fixed: list[MessageQueue] | None = None
@@ -147,6 +152,8 @@ class LitePullConsumer:
             self._tasks.append(loop.create_task(self._auto_commit_loop()))
 
     async def shutdown(self) -> None:
+        """Stop pulling, commit, unregister: all within ``shutdown_timeout``, brokers up or not."""
+        deadline = self._shutdown_deadline()
         instance, self._instance = self._instance, None
         if instance is None:
             return
@@ -155,19 +162,29 @@ class LitePullConsumer:
             task.cancel()
         self._rebalance_now.set()
         if running:
-            _, stuck = await asyncio.wait(running, timeout=self.shutdown_timeout)
+            _, stuck = await asyncio.wait(running, timeout=_left(deadline))
             if stuck:
                 log.warning("%d tasks of consumer %s did not stop within %.0f s", len(stuck), self.group,
                             self.shutdown_timeout)
         self._tasks = []
         if self.auto_commit:
-            await self._commit(instance)
+            await self._commit(instance, timeout=_left(deadline))
         instance.members.pop(f"consumer:{self.group}", None)
         listeners = instance.consumer_listeners.get(self.group, [])
         with contextlib.suppress(ValueError):
             listeners.remove(self._rebalance_now.set)
-        await instance.unregister(consumer_group=self.group)
+        try:
+            await asyncio.wait_for(instance.unregister(consumer_group=self.group), _left(deadline))
+        except TimeoutError:
+            log.warning("unregister of consumer %s cut short by its shutdown timeout", self.group)
         await MQClientManager.release(instance)
+        self._deadline = None
+
+    def _shutdown_deadline(self) -> float:
+        """One deadline for the whole shutdown, however many steps (and subclasses) share it."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.shutdown_timeout
+        return self._deadline
 
     async def __aenter__(self) -> LitePullConsumer:
         await self.start()
@@ -338,7 +355,8 @@ class LitePullConsumer:
             if self._instance is not None:
                 await self._commit(self._instance)
 
-    async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None) -> None:
+    async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None,
+                      timeout: float | None = None) -> None:
         chosen = list(self._queues.values()) if states is None else states
         if self._local_offsets is not None:
             for state in chosen:
@@ -346,19 +364,22 @@ class LitePullConsumer:
                     self._local_offsets.update(state.mq, state.consumed_offset)
             await asyncio.to_thread(self._local_offsets.persist)
             return
-        for state in chosen:
+        wait = min(instance.config.mq_client_api_timeout, timeout or instance.config.mq_client_api_timeout)
+
+        async def one(state: _QueueState) -> None:
             mq = state.mq
-            if state.consumed_offset < 0:
-                continue
             addr = instance.find_broker_address_in_publish(mq.broker_name)
             if addr is None:
-                continue
+                return
             try:
                 await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
                     "consumerGroup": self.group, "topic": mq.topic, "queueId": str(mq.queue_id),
-                    "commitOffset": str(state.consumed_offset)}), instance.config.mq_client_api_timeout)
+                    "commitOffset": str(state.consumed_offset)}), wait)
             except RemotingError as exc:
                 log.warning("commit offset of %s failed: %s", mq, exc)
+
+        # In parallel: a hung broker costs one timeout, not one per queue.
+        await asyncio.gather(*(one(s) for s in chosen if s.consumed_offset >= 0))
 
     async def _offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
         instance = self._require_started()

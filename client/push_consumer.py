@@ -104,16 +104,21 @@ class PushConsumer(LitePullConsumer):
     async def shutdown(self) -> None:
         # Stop pulling, then let in-flight listener calls finish (bounded) before offsets are
         # committed, so a clean restart consumes nothing twice.
+        deadline = self._shutdown_deadline()
         for state in self._queues.values():
             if state.task:
                 state.task.cancel()
         if self._consuming:
-            _, stuck = await asyncio.wait(set(self._consuming), timeout=self.shutdown_timeout)
+            _, stuck = await asyncio.wait(set(self._consuming), timeout=max(deadline - time.monotonic(), 0.01))
             for task in stuck:
                 task.cancel()
         instance = self._instance
         if instance is not None and self._orderly is not None:
-            await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks))
+            try:
+                await asyncio.wait_for(self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks)),
+                                       max(deadline - time.monotonic(), 0.01))
+            except TimeoutError:
+                log.warning("unlock of %s's queues cut short by its shutdown timeout", self.group)
         await super().shutdown()
 
     async def rebalance(self) -> None:
