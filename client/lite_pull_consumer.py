@@ -19,6 +19,17 @@ from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueS
 from client.errors import ClientStateError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
 from client.offset_store import LocalFileOffsetStore
+from client.running_info import (
+    CLIENT_VERSION_DESC,
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+    PROP_THREADPOOL_CORE_SIZE,
+    encode_running_info,
+    process_queue_info,
+)
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -112,6 +123,7 @@ class LitePullConsumer:
         self._instance: MQClientInstance | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
+        self.start_timestamp = 0
 
     # -- setup ------------------------------------------------------------------------------
 
@@ -130,6 +142,7 @@ class LitePullConsumer:
         if self._instance is not None:
             return
         self._instance = instance = await MQClientManager.acquire(self.config)
+        self.start_timestamp = int(time.time() * 1000)
         if self.message_model == MessageModel.BROADCASTING:
             self._local_offsets = LocalFileOffsetStore(instance.client_id, self.group)
             self._local_offsets.load()
@@ -258,6 +271,46 @@ class LitePullConsumer:
         for mq in queues:
             if mq in self._queues:
                 self._queues[mq].paused = False
+
+    # -- requests from the broker (forwarded for mqadmin) -----------------------------------
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: drop what was pulled and continue from the new offsets."""
+        for mq, offset in offsets.items():
+            if mq.topic == topic and mq in self._queues:
+                self._forget_pulled(mq)
+                self.seek(mq, offset)
+                log.info("[reset-offset] group %s %s continues from offset %d", self.group, mq, offset)
+
+    def _forget_pulled(self, mq: MessageQueue) -> None:
+        """Drop messages of ``mq`` pulled but not yet handed out; ``poll`` skips stale batches."""
+
+    def consumer_running_info(self) -> bytes:
+        """The ConsumerRunningInfo body answering GET_CONSUMER_RUNNING_INFO."""
+        instance = self._require_started()
+        props = {
+            "consumerGroup": self.group, "messageModel": str(self.message_model),
+            "consumeFromWhere": str(self.consume_from_where), "pullBatchSize": str(self.pull_batch_size),
+            "autoCommit": str(self.auto_commit).lower(), "allocateMessageQueueStrategy": self.strategy.name,
+            PROP_NAMESERVER_ADDR: instance.config.namesrv_addr or "",
+            PROP_CONSUME_TYPE: str(self.heartbeat_data()[1][0].consumeType),
+            PROP_CONSUME_ORDERLY: str(self._is_orderly()).lower(),
+            PROP_THREADPOOL_CORE_SIZE: str(self._threadpool_core_size()),
+            PROP_CLIENT_VERSION: CLIENT_VERSION_DESC,
+            PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp),
+        }
+        table = {mq: self._queue_info(state) for mq, state in self._queues.items()}
+        return encode_running_info(props, [s.encode() for s in self.subscriptions.values()], table,
+                                   list(self.subscriptions))
+
+    def _is_orderly(self) -> bool:
+        return False
+
+    def _threadpool_core_size(self) -> int:
+        return 1  # poll() hands batches to the caller's own task
+
+    def _queue_info(self, state: _QueueState) -> dict[str, object]:
+        return process_queue_info(max(state.consumed_offset, 0))
 
     # -- internals --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from client.errors import MQClientError
 from client.instance import MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
 from client.process_queue import ProcessQueue
+from client.running_info import process_queue_info
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -212,6 +213,26 @@ class PushConsumer(LitePullConsumer):
         offset = pq.remove([msg])
         if offset >= 0 and not pq.dropped:
             state.consumed_offset = offset
+
+    def _forget_pulled(self, mq: MessageQueue) -> None:
+        # A reset drops the process queue: calls still running no longer move the offset.
+        pq = self._pqs.pop(mq, None)
+        if pq is not None:
+            pq.dropped = True
+
+    def _is_orderly(self) -> bool:
+        return self._orderly is not None
+
+    def _threadpool_core_size(self) -> int:
+        return self.consume_concurrency
+
+    def _queue_info(self, state: _QueueState) -> dict[str, object]:
+        pq = self._pqs.get(state.mq)
+        locked = state.mq in self._locks
+        if pq is None:
+            return process_queue_info(max(state.consumed_offset, 0), locked=locked)
+        return process_queue_info(max(state.consumed_offset, 0), pq.min_offset(), pq.queue_offset_max,
+                                  pq.msg_count, pq.msg_size // (1024 * 1024), locked=locked)
 
     def _flow_controlled(self, state: _QueueState) -> bool:
         """DefaultMQPushConsumerImpl.pullMessage's checks: cached count, size and offset span."""
