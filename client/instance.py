@@ -93,17 +93,6 @@ class MQClientInstance:
     def _consumer(self, group: str) -> Any:
         return self.members.get(f"consumer:{group}")
 
-    async def _on_reset_offset(self, conn: object, request: RemotingCommand) -> None:
-        """The broker's INVOKE_BROKER_TO_RESET_OFFSET, pushed to every live member (oneway)."""
-        ext = request.ext_fields or {}
-        consumer = self._consumer(ext.get("group", ""))
-        log.info("invoke reset offset operation from broker. brokerAddr=%s, topic=%s, group=%s, timestamp=%s",
-                 getattr(conn, "remote_addr", "?"), ext.get("topic"), ext.get("group"), ext.get("timestamp"))
-        if consumer is None or not request.body:
-            return
-        table = {MessageQueue(*k): int(v) for k, v in decode_mq_keyed(request.body, "offsetTable").items()}
-        await consumer.reset_offset(ext.get("topic", ""), table)
-
     async def _on_get_running_info(self, conn: object, request: RemotingCommand) -> RemotingCommand:
         group = (request.ext_fields or {}).get("consumerGroup", "")
         consumer = self._consumer(group)
@@ -127,6 +116,25 @@ class MQClientInstance:
                  getattr(conn, "remote_addr", "?"), group)
         for listener in self.consumer_listeners.get(group, []):
             listener()
+
+    async def _on_reset_offset(self, conn: object, request: RemotingCommand) -> None:
+        """The broker resets a group's offsets (mqadmin resetOffsetByTime): our consumer of that
+        group starts its queues of the topic again from the offsets in the body."""
+        ext = request.ext_fields or {}
+        group, topic = ext.get("group", ""), ext.get("topic", "")
+        try:
+            table = decode_mq_keyed(request.body or b"{}", "offsetTable")
+        except ValueError as exc:
+            log.warning("reset offset request for %s from %s has a bad body: %s", group,
+                        getattr(conn, "remote_addr", "?"), exc)
+            return
+        member = self.members.get(f"consumer:{group}")
+        reset = getattr(member, "reset_offsets", None)
+        if reset is None:
+            return
+        log.info("invoke reset offset operation from broker. brokerAddr=%s, topic=%s, group=%s, timestamp=%s",
+                 getattr(conn, "remote_addr", "?"), topic, group, ext.get("timestamp"))
+        reset({MessageQueue(t, b, q): int(off) for (t, b, q), off in table.items() if t == topic})
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -183,10 +191,19 @@ class MQClientInstance:
 
     async def update_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData:
         route = await self.get_topic_route_from_namesrv(topic, timeout)
+        self.set_topic_route(topic, route)
+        return route
+
+    def set_topic_route(self, topic: str, route: TopicRouteData) -> None:
+        """Cache a topic's route and tell the members (a producer refreshes its queues: a
+        broker or queues added to the topic are used from the next send on)."""
         self.topic_route_table[topic] = route
         for bd in route.brokerDatas:
             self.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
-        return route
+        for member in self.members.values():
+            changed = getattr(member, "route_changed", None)
+            if changed is not None:
+                changed(topic, route)
 
     async def update_all_topic_routes(self) -> None:
         topics = set().union(*(m.topics() for m in self.members.values())) if self.members else set()

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue, strategy_from
 from client.errors import ClientStateError, MQClientError, NoRouteError
@@ -54,9 +55,6 @@ from remoting.protocol.topic import PermName
 
 log = logging.getLogger("rocketmq.client")
 
-# PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL: how long a flow-controlled queue waits to pull again.
-PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
-
 
 def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.01)
@@ -83,12 +81,17 @@ class _QueueState:
     consumed_offset: int = -1
     paused: bool = False
     task: asyncio.Task[None] | None = None
+    # A push consumer's pulled-but-unconsumed messages of this queue (its ProcessQueue).
+    process: Any = None
 
 
 @dataclass
 class _Batch:
     mq: MessageQueue
     messages: list[MessageExt] = field(default_factory=list)
+    # The queue state that pulled it: a seek or a rebalance replaces the state, which makes
+    # every batch pulled before it stale, whichever way the offset moved.
+    state: _QueueState | None = None
 
 
 class LitePullConsumer:
@@ -232,11 +235,8 @@ class LitePullConsumer:
             except TimeoutError:
                 return []
             state = self._queues.get(batch.mq)
-            if state is None or state.paused or not batch.messages:
+            if state is None or state is not batch.state or state.paused or not batch.messages:
                 continue  # the queue was reassigned or sought since this batch was pulled
-            first = batch.messages[0].queue_offset
-            if state.consumed_offset >= 0 and first < state.consumed_offset:
-                continue  # pulled before a seek
             state.consumed_offset = batch.messages[-1].queue_offset + 1
             return batch.messages
 
@@ -252,9 +252,17 @@ class LitePullConsumer:
             raise MQClientError(f"The message queue is not in assigned list, may be rebalancing, {mq}")
         if state.task:
             state.task.cancel()
-        state.next_offset = offset
-        state.consumed_offset = offset
-        state.task = asyncio.get_running_loop().create_task(self._pull_loop(state))
+        # A fresh state: what the old one pulled, or is still consuming, no longer counts.
+        fresh = self._queues[mq] = _QueueState(mq, next_offset=offset, consumed_offset=offset, paused=state.paused)
+        fresh.task = asyncio.get_running_loop().create_task(self._pull_loop(fresh))
+
+    def reset_offsets(self, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET from the broker (an operator's reset by time): the
+        queues we consume start again from the given offsets, dropping what was pulled."""
+        for mq, offset in offsets.items():
+            if mq in self._queues:
+                log.info("reset offset of %s to %d (group %s)", mq, offset, self.group)
+                self.seek(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         self.seek(mq, await self._offset_request(RequestCode.GET_MIN_OFFSET, mq))
@@ -273,17 +281,6 @@ class LitePullConsumer:
                 self._queues[mq].paused = False
 
     # -- requests from the broker (forwarded for mqadmin) -----------------------------------
-
-    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET: drop what was pulled and continue from the new offsets."""
-        for mq, offset in offsets.items():
-            if mq.topic == topic and mq in self._queues:
-                self._forget_pulled(mq)
-                self.seek(mq, offset)
-                log.info("[reset-offset] group %s %s continues from offset %d", self.group, mq, offset)
-
-    def _forget_pulled(self, mq: MessageQueue) -> None:
-        """Drop messages of ``mq`` pulled but not yet handed out; ``poll`` skips stale batches."""
 
     def consumer_running_info(self) -> bytes:
         """The ConsumerRunningInfo body answering GET_CONSUMER_RUNNING_INFO."""
@@ -446,13 +443,14 @@ class LitePullConsumer:
             raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
         return int((r.ext_fields or {})["offset"])
 
-    def _flow_controlled(self, state: _QueueState) -> bool:
-        """Whether to hold this queue's next pull; the bounded poll buffer already limits lite pulls."""
-        return False
+    def _flow_control_delay(self, state: _QueueState) -> float:
+        """Seconds to wait before this queue's next pull (0: pull now). The lite consumer is
+        held back by its bounded buffer instead; a push consumer counts what it has cached."""
+        return 0.0
 
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
-        await self._buffer.put(_Batch(state.mq, msgs))
+        await self._buffer.put(_Batch(state.mq, msgs, state))
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """The committed offset, else where consumeFromWhere says (behaviours.md §2)."""
@@ -484,8 +482,9 @@ class LitePullConsumer:
                 if state.paused:
                     await asyncio.sleep(1.0)  # Java's pull delay while paused
                     continue
-                if self._flow_controlled(state):
-                    await asyncio.sleep(PULL_TIME_DELAY_WHEN_FLOW_CONTROL)
+                delay = self._flow_control_delay(state)
+                if delay:
+                    await asyncio.sleep(delay)
                     continue
                 instance = self._require_started()
                 addr = await instance.master_addr(mq.topic, mq.broker_name)

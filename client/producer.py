@@ -278,6 +278,13 @@ class Producer:
         if self.fault is not None:
             self.fault.update_fault_item(broker, int((time.monotonic() - started) * 1000), isolation=failed)
 
+    def route_changed(self, topic: str, route: TopicRouteData) -> None:
+        """The client instance refreshed ``topic``'s route: send to its queues as they are now."""
+        if topic in self._publish:
+            info = TopicPublishInfo(topic, route)
+            if info.queues:
+                self._publish[topic] = info
+
     async def _publish_info(self, instance: MQClientInstance, topic: str, deadline: float) -> TopicPublishInfo:
         info = self._publish.get(topic)
         if info is not None and info.queues:
@@ -295,11 +302,11 @@ class Producer:
                 raise NoRouteError(f"{first} -- and the auto-create template topic {self.create_topic_key} has no "
                                    "route either: autoCreateTopicEnable is off on every broker, so create the topic "
                                    "first (mqadmin updateTopic)", first.code) from None
+            # As Java does, the template's route is kept under the new topic's name until the
+            # NameServer knows the topic: it is what names the brokers this producer uses.
+            instance.topic_route_table[topic] = template
             for bd in template.brokerDatas:
                 instance.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
-            # Kept as the topic's route until the NameServer has the real one (as Java does), so
-            # the brokers it names are not dropped as offline while no NameServer answers.
-            instance.topic_route_table.setdefault(topic, template)
             info = TopicPublishInfo(topic, template, self.default_topic_queue_nums)
         if not info.queues:
             raise NoRouteError(f"No writable queue of topic {topic} on a master broker", ResponseCode.TOPIC_NOT_EXIST)

@@ -2,9 +2,13 @@
 
 It pulls like the lite consumer (rebalanced queues, one long-polling pull loop per queue) and
 calls your listener for every message. Concurrent listeners run up to ``consume_concurrency``
-calls at once; a queue's offset advances only past messages whose calls have all returned, so a
-crash re-delivers rather than loses. Orderly listeners consume one queue at a time, in order,
-retrying a failed message in place.
+calls at once while pulling goes on: each queue's pulled messages wait in its ProcessQueue, and
+the queue is not pulled while that caches more than ``pull_threshold_for_queue`` messages (1,000)
+or ``pull_threshold_size_for_queue`` MiB (100), or spans more than
+``consume_concurrently_max_span`` offsets (2,000) -- Java's flow control, with its 50 ms pull
+delay and a log line every 1,000 times. A queue's offset advances only to its lowest message
+still being consumed, so a crash re-delivers rather than loses. Orderly listeners consume one
+queue at a time, in order, retrying a failed message in place.
 
 Orderly consumers lock their queues at the broker (LOCK_BATCH_MQ), renew every 20 s, treat a
 lock as lost 30 s after its last grant, and unlock queues they give up.
@@ -26,7 +30,6 @@ from client.allocate import MessageQueue
 from client.errors import MQClientError
 from client.instance import MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
-from client.process_queue import ProcessQueue
 from client.running_info import process_queue_info
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -45,6 +48,45 @@ log = logging.getLogger("rocketmq.client")
 # rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (behaviours.md §8).
 LOCK_INTERVAL = 20.0
 CLIENT_LOCK_MAX_LIVE_TIME = 30.0
+# DefaultMQPushConsumerImpl.PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL.
+PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
+
+
+class ProcessQueue:
+    """One queue's messages pulled and not yet consumed (Java's ProcessQueue).
+
+    Pulls of a queue arrive in offset order, so the dict's insertion order is offset order and
+    its first key is the lowest offset still being consumed: the queue's offset can advance to
+    it and no further, whatever order the listener finishes in.
+    """
+
+    __slots__ = ("max_offset", "msgs", "size")
+
+    def __init__(self) -> None:
+        self.msgs: dict[int, MessageExt] = {}
+        self.size = 0
+        self.max_offset = -1
+
+    def put(self, msgs: list[MessageExt]) -> None:
+        for msg in msgs:
+            if msg.queue_offset not in self.msgs:
+                self.msgs[msg.queue_offset] = msg
+                self.size += len(msg.body)
+        self.max_offset = max(self.max_offset, msgs[-1].queue_offset)
+
+    def remove(self, msg: MessageExt) -> int:
+        """Forget a consumed message; returns the offset the queue may commit now."""
+        if self.msgs.pop(msg.queue_offset, None) is not None:
+            self.size -= len(msg.body)
+        return next(iter(self.msgs)) if self.msgs else self.max_offset + 1
+
+    @property
+    def count(self) -> int:
+        return len(self.msgs)
+
+    @property
+    def span(self) -> int:
+        return self.max_offset - next(iter(self.msgs)) if self.msgs else 0
 
 
 class ConsumeConcurrentlyStatus(Enum):
@@ -69,14 +111,10 @@ class PushConsumer(LitePullConsumer):
                  pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
                  consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
         super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
-        self.consume_concurrency = consume_concurrency
-        self.max_reconsume_times = max_reconsume_times
-        self.local_retry_delay = local_retry_delay
-        self.suspend_current_queue_time = suspend_current_queue_time
-        self._listener: ConcurrentListener | None = None
-        self._orderly: OrderlyListener | None = None
-        self._slots = asyncio.Semaphore(consume_concurrency)
-        # Flow control (DefaultMQPushConsumer's names; sizes in MiB, -1 = no per-topic limit).
+        # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
+        # while it caches this many messages or MiB (the topic limits, when set, are shared
+        # out among the topic's queues), or while its oldest and newest cached offsets are
+        # further apart than the max span.
         self.pull_threshold_for_queue = pull_threshold_for_queue
         self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
         self.pull_threshold_for_topic = pull_threshold_for_topic
@@ -84,8 +122,15 @@ class PushConsumer(LitePullConsumer):
         self.consume_concurrently_max_span = consume_concurrently_max_span
         self.queue_flow_control_times = 0
         self.queue_max_span_flow_control_times = 0
-        self._pqs: dict[MessageQueue, ProcessQueue] = {}
         self._consuming: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self.consume_concurrency = consume_concurrency
+        self.max_reconsume_times = max_reconsume_times
+        self.local_retry_delay = local_retry_delay
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self._listener: ConcurrentListener | None = None
+        self._orderly: OrderlyListener | None = None
+        self._slots = asyncio.Semaphore(consume_concurrency)
         # Orderly: queue -> when the broker last granted us its lock.
         self._locks: dict[MessageQueue, float] = {}
 
@@ -103,30 +148,31 @@ class PushConsumer(LitePullConsumer):
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
 
     async def shutdown(self) -> None:
-        # Stop pulling, then let in-flight listener calls finish (bounded) before offsets are
-        # committed, so a clean restart consumes nothing twice.
-        deadline = self._shutdown_deadline()
-        for state in self._queues.values():
-            if state.task:
-                state.task.cancel()
+        instance = self._instance
+        if instance is None:
+            return
+        # Stop pulling, let the listener calls under way finish (bounded), then commit.
+        self._stopping = True
+        deadline = self._shutdown_deadline()  # one bound for every step, brokers up or not
         if self._consuming:
             _, stuck = await asyncio.wait(set(self._consuming), timeout=max(deadline - time.monotonic(), 0.01))
             for task in stuck:
                 task.cancel()
-        instance = self._instance
-        if instance is not None and self._orderly is not None:
+            if stuck:
+                log.warning("%d listener calls of %s still running after %.0f s were cancelled", len(stuck),
+                            self.group, self.shutdown_timeout)
+        if self._orderly is not None:
             try:
                 await asyncio.wait_for(self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks)),
                                        max(deadline - time.monotonic(), 0.01))
             except TimeoutError:
                 log.warning("unlock of %s's queues cut short by its shutdown timeout", self.group)
         await super().shutdown()
+        self._stopping = False
 
     async def rebalance(self) -> None:
         before = set(self._queues)
         await super().rebalance()
-        for mq in [mq for mq in self._pqs if mq not in self._queues]:
-            self._pqs.pop(mq).dropped = True
         instance = self._instance
         if self._orderly is not None and instance is not None:
             removed = [mq for mq in before if mq not in self._queues]
@@ -189,18 +235,67 @@ class PushConsumer(LitePullConsumer):
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         raise TypeError("a PushConsumer delivers to its listener; use LitePullConsumer to poll")
 
+    def _flow_control_delay(self, state: _QueueState) -> float:
+        if self._stopping:
+            return 1.0
+        pq = state.process
+        if pq is None or not pq.msgs:
+            return 0.0
+        count_limit, size_limit = self._queue_limits(state.mq.topic)
+        if pq.count > count_limit or pq.size > size_limit * 1024 * 1024:
+            self.queue_flow_control_times += 1
+            if self.queue_flow_control_times % 1000 == 1:
+                log.warning("the cached message count exceeds the threshold %d, or its size exceeds %d MiB, so "
+                            "do flow control, minOffset=%d, maxOffset=%d, count=%d, size=%d MiB, pullRequest=%s, "
+                            "flowControlTimes=%d", count_limit, size_limit, next(iter(pq.msgs)), pq.max_offset,
+                            pq.count, pq.size // (1024 * 1024), state.mq, self.queue_flow_control_times)
+            return PULL_TIME_DELAY_WHEN_FLOW_CONTROL
+        if self._orderly is None and pq.span > self.consume_concurrently_max_span:
+            self.queue_max_span_flow_control_times += 1
+            if self.queue_max_span_flow_control_times % 1000 == 1:
+                log.warning("the queue's messages, span too long, so do flow control, minOffset=%d, maxOffset=%d, "
+                            "maxSpan=%d, pullRequest=%s, flowControlTimes=%d", next(iter(pq.msgs)),
+                            pq.max_offset, pq.span, state.mq, self.queue_max_span_flow_control_times)
+            return PULL_TIME_DELAY_WHEN_FLOW_CONTROL
+        return 0.0
+
+    # -- GET_CONSUMER_RUNNING_INFO ----------------------------------------------------------
+
+    def _is_orderly(self) -> bool:
+        return self._orderly is not None
+
+    def _threadpool_core_size(self) -> int:
+        return self.consume_concurrency
+
+    def _queue_info(self, state: _QueueState) -> dict[str, object]:
+        pq: ProcessQueue | None = state.process
+        locked = state.mq in self._locks
+        if pq is None or not pq.count:
+            return process_queue_info(max(state.consumed_offset, 0), locked=locked)
+        return process_queue_info(max(state.consumed_offset, 0), next(iter(pq.msgs)), pq.max_offset, pq.count,
+                                  pq.size // (1024 * 1024), locked=locked)
+
+    def _queue_limits(self, topic: str) -> tuple[int, int]:
+        """Per-queue count and MiB limits; a topic-wide limit is shared by the topic's queues."""
+        count, size = self.pull_threshold_for_queue, self.pull_threshold_size_for_queue
+        queues = sum(1 for mq in self._queues if mq.topic == topic) or 1
+        if self.pull_threshold_for_topic != -1:
+            count = max(1, self.pull_threshold_for_topic // queues)
+        if self.pull_threshold_size_for_topic != -1:
+            size = max(1, self.pull_threshold_size_for_topic // queues)
+        return count, size
+
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
-        # Pulls of one queue wait for its previous batch: the queue's offset only moves past
-        # messages the listener has finished with, and orderly consumption keeps its order.
         if self._orderly is not None:
+            # One batch of a queue at a time, in order: the next pull waits for it.
             await self._consume_orderly(state, msgs)
             state.consumed_offset = msgs[-1].queue_offset + 1
             return
-        # Concurrent: the pull loop goes on while the listener works; the process queue bounds
-        # what piles up (flow control) and says how far the offset may advance.
-        pq = self._pqs.get(state.mq)
+        # Concurrently: the batch joins the queue's ProcessQueue and the pull loop goes on
+        # (flow control holds it back); the offset moves as the lowest pending message is done.
+        pq = state.process
         if pq is None:
-            pq = self._pqs[state.mq] = ProcessQueue()
+            pq = state.process = ProcessQueue()
         pq.put(msgs)
         loop = asyncio.get_running_loop()
         for msg in msgs:
@@ -210,60 +305,9 @@ class PushConsumer(LitePullConsumer):
 
     async def _consume_and_ack(self, state: _QueueState, pq: ProcessQueue, msg: MessageExt) -> None:
         await self._consume_one(msg)
-        offset = pq.remove([msg])
-        if offset >= 0 and not pq.dropped:
-            state.consumed_offset = offset
-
-    def _forget_pulled(self, mq: MessageQueue) -> None:
-        # A reset drops the process queue: calls still running no longer move the offset.
-        pq = self._pqs.pop(mq, None)
-        if pq is not None:
-            pq.dropped = True
-
-    def _is_orderly(self) -> bool:
-        return self._orderly is not None
-
-    def _threadpool_core_size(self) -> int:
-        return self.consume_concurrency
-
-    def _queue_info(self, state: _QueueState) -> dict[str, object]:
-        pq = self._pqs.get(state.mq)
-        locked = state.mq in self._locks
-        if pq is None:
-            return process_queue_info(max(state.consumed_offset, 0), locked=locked)
-        return process_queue_info(max(state.consumed_offset, 0), pq.min_offset(), pq.queue_offset_max,
-                                  pq.msg_count, pq.msg_size // (1024 * 1024), locked=locked)
-
-    def _flow_controlled(self, state: _QueueState) -> bool:
-        """DefaultMQPushConsumerImpl.pullMessage's checks: cached count, size and offset span."""
-        pq = self._pqs.get(state.mq)
-        if pq is None or not pq.msg_count:
-            return False
-        count_limit, size_limit = self.pull_threshold_for_queue, self.pull_threshold_size_for_queue
-        # Per-topic limits, when set, are shared out among the topic's queues held here.
-        held = sum(1 for mq in self._queues if mq.topic == state.mq.topic) or 1
-        if self.pull_threshold_for_topic != -1:
-            count_limit = max(1, self.pull_threshold_for_topic // held)
-        if self.pull_threshold_size_for_topic != -1:
-            size_limit = max(1, self.pull_threshold_size_for_topic // held)
-        size_mib = pq.msg_size // (1024 * 1024)
-        if pq.msg_count > count_limit or size_mib > size_limit:
-            if self.queue_flow_control_times % 1000 == 0:
-                what = "count" if pq.msg_count > count_limit else "size"
-                log.warning("the cached message %s exceeds the threshold %d, so do flow control, minOffset=%d, "
-                            "maxOffset=%d, count=%d, size=%d MiB, mq=%s, flowControlTimes=%d", what,
-                            count_limit if what == "count" else size_limit, pq.min_offset(),
-                            pq.queue_offset_max, pq.msg_count, size_mib, state.mq, self.queue_flow_control_times)
-            self.queue_flow_control_times += 1
-            return True
-        if self._orderly is None and pq.max_span() > self.consume_concurrently_max_span:
-            if self.queue_max_span_flow_control_times % 1000 == 0:
-                log.warning("the queue's messages, span too long, so do flow control, minOffset=%d, maxOffset=%d, "
-                            "maxSpan=%d, mq=%s, flowControlTimes=%d", pq.min_offset(), pq.queue_offset_max,
-                            pq.max_span(), state.mq, self.queue_max_span_flow_control_times)
-            self.queue_max_span_flow_control_times += 1
-            return True
-        return False
+        offset = pq.remove(msg)
+        if self._queues.get(state.mq) is state:  # not a queue rebalanced away meanwhile
+            state.consumed_offset = max(state.consumed_offset, offset)
 
     async def _consume_one(self, msg: MessageExt) -> None:
         assert self._listener is not None

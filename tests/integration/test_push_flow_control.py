@@ -1,64 +1,102 @@
-"""PushConsumer flow control (issue 6): a slow listener does not let pulled messages pile up past
-pullThresholdForQueue per queue, pulling resumes once it catches up, and nothing is lost."""
+"""PushConsumer flow control (DefaultMQPushConsumer's pullThresholdForQueue and max span): a
+slow listener keeps a bounded number of messages cached per queue, and nothing is lost or
+doubled once it speeds up."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import time
+from collections import Counter
 
-import pytest
-
-from client import Message, Producer
-from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from client import Admin, ConsumeConcurrentlyStatus, Message, MQClientError, Producer, PushConsumer
 from remoting.protocol.heartbeat import ConsumeFromWhere
 from remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 
-THRESHOLD = 40
-BATCH = 8
+THRESHOLD = 50
+BATCH = 32
 
 
-async def test_slow_listener_keeps_at_most_threshold_buffered_per_queue(
-        daemons: DaemonSet, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="rocketmq.client")
+async def _one_queue_topic(admin: Admin, topic: str) -> None:
+    """Create ``topic`` with one queue and wait until the NameServer routes it (the broker
+    registers the change at once, but not before create_topic returns)."""
+    await admin.create_topic(topic, cluster="DefaultCluster", read_queue_nums=1, write_queue_nums=1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # each round trip to the NameServer is the poll
+        try:
+            route = await admin.examine_topic_route_info(topic)
+        except MQClientError:
+            continue
+        if route.queueDatas and route.queueDatas[0].writeQueueNums == 1:
+            return
+    raise AssertionError(f"{topic} never appeared in the NameServer's routes")
+
+
+async def test_a_slow_listener_holds_pulling_back(daemons: DaemonSet) -> None:
     ns = daemons.namesrv()
     daemons.broker(ns.addr)
-    async with Producer("pg_flow", ns.addr, instance_name="flow-p") as producer:
-        for i in range(400):
-            await producer.send(Message("PushFlow", str(i).encode()))
-    gate = asyncio.Event()
-    seen: list[int] = []
+    async with Admin(ns.addr) as admin, Producer("pg_flow", ns.addr, instance_name="flow-p") as producer:
+        await _one_queue_topic(admin, "Flow")
+        for start in range(0, 400, 40):
+            await producer.send_batch([Message("Flow", f"m{i}".encode()) for i in range(start, start + 40)])
+    release = asyncio.Event()
+    started: Counter[bytes] = Counter()
+    done: Counter[bytes] = Counter()
 
-    async def slow(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
-        await gate.wait()
-        seen.extend(int(m.body) for m in msgs)
+    async def listener(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
+        for m in msgs:
+            started[m.body] += 1
+        await release.wait()
+        for m in msgs:
+            done[m.body] += 1
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    consumer = PushConsumer("cg_flow", ns.addr, instance_name="flow-c", pull_batch_size=BATCH,
-                            pull_threshold_for_queue=THRESHOLD, consume_concurrency=2,
+    consumer = PushConsumer("cg_flow", ns.addr, instance_name="flow-c", consume_concurrency=1000,
+                            pull_batch_size=BATCH, pull_threshold_for_queue=THRESHOLD,
                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe("PushFlow")
-    consumer.register_message_listener(slow)
-    peak: dict[object, int] = {}
+    consumer.subscribe("Flow")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    try:
+        # Pulling stops once the queue caches more than the threshold, and stays stopped.
+        assert await wait_until(lambda: consumer.queue_flow_control_times >= 5, 20)
+        assert THRESHOLD < sum(started.values()) <= THRESHOLD + BATCH
+        release.set()
+        assert await wait_until(lambda: len(done) == 400, 30)
+        assert max(done.values()) == 1 and max(started.values()) == 1, "nothing consumed twice"
+    finally:
+        release.set()
+        await consumer.shutdown()
 
-    def cached() -> list[int]:
-        for mq, pq in consumer._pqs.items():
-            peak[mq] = max(peak.get(mq, 0), pq.msg_count)
-        return [pq.msg_count for pq in consumer._pqs.values()]
 
-    async with consumer:
-        queues = len(consumer.assignment())
-        assert queues >= 2
-        # Every queue holds > 400 / queues messages, more than the threshold: each fills up to it.
-        assert await wait_until(lambda: len(cached()) == queues and min(cached()) > THRESHOLD, 20)
-        assert await wait_until(lambda: consumer.queue_flow_control_times > 10 * queues, 10)
-        for _ in range(10):  # held there while the listener is stuck, however long we look
-            assert max(cached()) <= THRESHOLD + BATCH
-            await asyncio.sleep(0.05)
-        gate.set()
-        assert await wait_until(lambda: len(seen) >= 400, 30)
-    assert sorted(seen) == list(range(400)), "nothing lost or doubled"
-    assert max(peak.values()) <= THRESHOLD + BATCH
-    assert any("so do flow control" in r.getMessage() and f"threshold {THRESHOLD}" in r.getMessage()
-               for r in caplog.records)
+async def test_max_span_holds_pulling_back_behind_a_stuck_message(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv()
+    daemons.broker(ns.addr)
+    async with Admin(ns.addr) as admin, Producer("pg_span", ns.addr, instance_name="span-p") as producer:
+        await _one_queue_topic(admin, "Span")
+        for start in range(0, 300, 50):
+            await producer.send_batch([Message("Span", f"s{i}".encode()) for i in range(start, start + 50)])
+    release = asyncio.Event()
+    done: list[bytes] = []
+
+    async def listener(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
+        if any(m.body == b"s0" for m in msgs):
+            await release.wait()  # the oldest message is stuck; the rest are consumed at once
+        done.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("cg_span", ns.addr, instance_name="span-c", pull_batch_size=BATCH,
+                            consume_concurrently_max_span=100,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe("Span")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    try:
+        assert await wait_until(lambda: consumer.queue_max_span_flow_control_times >= 5, 20)
+        assert len(done) <= 100 + BATCH, "no pulls beyond the span while offset 0 is pending"
+        release.set()
+        assert await wait_until(lambda: len(done) == 300, 30)
+    finally:
+        release.set()
+        await consumer.shutdown()
