@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from client.allocate import MessageQueue
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from client.running_info import ConsumerRunningInfo
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.protocol.broker import decode_mq_keyed
@@ -165,6 +166,20 @@ class Admin:
             for (t, b, q), off in decode_mq_keyed(r.body or b"{}", "offsetTable").items():
                 result[MessageQueue(t, b, q)] = int(off)
         return result
+
+    async def get_consumer_running_info(self, group: str, client_id: str, jstack: bool = False
+                                        ) -> ConsumerRunningInfo:
+        """Ask a live consumer, through a broker it is connected to, what it is doing."""
+        last: MQClientError | None = None
+        for addr in await self._cluster_masters(None):
+            try:
+                r = await self._call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, {
+                    "consumerGroup": group, "clientId": client_id, "jstackEnable": "true" if jstack else "false"})
+            except MQClientError as exc:
+                last = exc  # not connected to this broker; try the next one
+                continue
+            return ConsumerRunningInfo.decode(r.body or b"{}")
+        raise last or MQClientError(f"The Consumer <{group}> <{client_id}> not online")
 
     async def examine_consumer_connection_info(self, group: str) -> dict:  # type: ignore[type-arg]
         for addr in await self._cluster_masters(None):

@@ -157,3 +157,18 @@ STRATEGIES: dict[str, Callable[[], AllocateMessageQueueStrategy]] = {
     AllocateMessageQueueAveragelyByCircle.name: AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueConsistentHash.name: AllocateMessageQueueConsistentHash,
 }
+
+
+def strategy_from(spec: AllocateMessageQueueStrategy | str) -> AllocateMessageQueueStrategy:
+    """A consumer's ``allocate_strategy`` option: a strategy object, or the name of one that
+    needs no configuration (Java's getName(): AVG, AVG_BY_CIRCLE, CONSISTENT_HASH). CONFIG and
+    MACHINE_ROOM need their queue list or rooms, so they must be passed as objects."""
+    if isinstance(spec, AllocateMessageQueueStrategy):
+        return spec
+    factory = STRATEGIES.get(spec)
+    if factory is None:
+        needs = {AllocateMessageQueueByConfig.name: "AllocateMessageQueueByConfig(queues)",
+                 AllocateMessageQueueByMachineRoom.name: "AllocateMessageQueueByMachineRoom(rooms)"}
+        hint = f"; pass {needs[spec]}" if spec in needs else f"; known names: {', '.join(STRATEGIES)}"
+        raise ValueError(f"unknown allocate strategy {spec!r}{hint}")
+    return factory()

@@ -15,7 +15,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from client.allocate import MessageQueue
 from client.errors import MQClientError, NoRouteError
@@ -23,7 +23,7 @@ from remoting.client import RemotingClient
 from remoting.codes import LanguageCode, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
-from remoting.protocol.broker import decode_mq_keyed
+from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 from remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
 from remoting.protocol.route import MASTER_ID, TopicRouteData
 
@@ -87,6 +87,28 @@ class MQClientInstance:
         self._started = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
+        self.remoting.register_processor(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
+
+    def _consumer(self, group: str) -> Any:
+        return self.members.get(f"consumer:{group}")
+
+    async def _on_get_running_info(self, conn: object, request: RemotingCommand) -> RemotingCommand:
+        group = (request.ext_fields or {}).get("consumerGroup", "")
+        consumer = self._consumer(group)
+        if consumer is None:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"The Consumer Group <{group}> not exist in this consumer")
+        return request.response(body=consumer.consumer_running_info())
+
+    async def _on_get_consumer_status(self, conn: object, request: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_STATUS_FROM_CLIENT: the group's offsets of one topic (GetConsumerStatusBody)."""
+        ext = request.ext_fields or {}
+        consumer = self._consumer(ext.get("group", ""))
+        offsets = {} if consumer is None else {
+            tuple(mq): off for mq, off in consumer.committed_offsets().items() if mq.topic == ext.get("topic")}
+        body = encode_mq_keyed("messageQueueTable", offsets)[:-1] + b',"consumerTable":{}}'
+        return request.response(body=body)
 
     async def _on_consumer_ids_changed(self, conn: object, request: RemotingCommand) -> None:
         group = (request.ext_fields or {}).get("consumerGroup", "")

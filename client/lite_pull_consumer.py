@@ -16,10 +16,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue
+from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue, strategy_from
 from client.errors import ClientStateError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
 from client.offset_store import LocalFileOffsetStore
+from client.running_info import (
+    CLIENT_VERSION_DESC,
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+    PROP_THREADPOOL_CORE_SIZE,
+    encode_running_info,
+    process_queue_info,
+)
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -43,6 +54,10 @@ from remoting.protocol.message import MessageConst, MessageExt, decode_records, 
 from remoting.protocol.topic import PermName
 
 log = logging.getLogger("rocketmq.client")
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.01)
 
 
 def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
@@ -86,7 +101,7 @@ class LitePullConsumer:
                  consume_timestamp: int | None = None, message_model: MessageModel = MessageModel.CLUSTERING,
                  pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
                  rebalance_interval: float = 20.0,
-                 allocate_strategy: AllocateMessageQueueStrategy | None = None) -> None:
+                 allocate_strategy: AllocateMessageQueueStrategy | str | None = None) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
         self.pull_batch_size = pull_batch_size
@@ -102,7 +117,8 @@ class LitePullConsumer:
         self.rebalance_interval = rebalance_interval
         # How long shutdown waits for its pulling and rebalancing tasks to stop.
         self.shutdown_timeout = 5.0
-        self.strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self._deadline: float | None = None
+        self.strategy = strategy_from(allocate_strategy) if allocate_strategy else AllocateMessageQueueAveragely()
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._assigned_fixed: list[MessageQueue] | None = None
         self._queues: dict[MessageQueue, _QueueState] = {}
@@ -110,6 +126,7 @@ class LitePullConsumer:
         self._instance: MQClientInstance | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
+        self.start_timestamp = 0
 
     # -- setup ------------------------------------------------------------------------------
 
@@ -128,6 +145,7 @@ class LitePullConsumer:
         if self._instance is not None:
             return
         self._instance = instance = await MQClientManager.acquire(self.config)
+        self.start_timestamp = int(time.time() * 1000)
         if self.message_model == MessageModel.BROADCASTING:
             self._local_offsets = LocalFileOffsetStore(instance.client_id, self.group)
             self._local_offsets.load()
@@ -150,6 +168,8 @@ class LitePullConsumer:
             self._tasks.append(loop.create_task(self._auto_commit_loop()))
 
     async def shutdown(self) -> None:
+        """Stop pulling, commit, unregister: all within ``shutdown_timeout``, brokers up or not."""
+        deadline = self._shutdown_deadline()
         instance, self._instance = self._instance, None
         if instance is None:
             return
@@ -158,19 +178,29 @@ class LitePullConsumer:
             task.cancel()
         self._rebalance_now.set()
         if running:
-            _, stuck = await asyncio.wait(running, timeout=self.shutdown_timeout)
+            _, stuck = await asyncio.wait(running, timeout=_left(deadline))
             if stuck:
                 log.warning("%d tasks of consumer %s did not stop within %.0f s", len(stuck), self.group,
                             self.shutdown_timeout)
         self._tasks = []
         if self.auto_commit:
-            await self._commit(instance)
+            await self._commit(instance, timeout=_left(deadline))
         instance.members.pop(f"consumer:{self.group}", None)
         listeners = instance.consumer_listeners.get(self.group, [])
         with contextlib.suppress(ValueError):
             listeners.remove(self._rebalance_now.set)
-        await instance.unregister(consumer_group=self.group)
+        try:
+            await asyncio.wait_for(instance.unregister(consumer_group=self.group), _left(deadline))
+        except TimeoutError:
+            log.warning("unregister of consumer %s cut short by its shutdown timeout", self.group)
         await MQClientManager.release(instance)
+        self._deadline = None
+
+    def _shutdown_deadline(self) -> float:
+        """One deadline for the whole shutdown, however many steps (and subclasses) share it."""
+        if self._deadline is None:
+            self._deadline = time.monotonic() + self.shutdown_timeout
+        return self._deadline
 
     async def __aenter__(self) -> LitePullConsumer:
         await self.start()
@@ -250,6 +280,35 @@ class LitePullConsumer:
             if mq in self._queues:
                 self._queues[mq].paused = False
 
+    # -- requests from the broker (forwarded for mqadmin) -----------------------------------
+
+    def consumer_running_info(self) -> bytes:
+        """The ConsumerRunningInfo body answering GET_CONSUMER_RUNNING_INFO."""
+        instance = self._require_started()
+        props = {
+            "consumerGroup": self.group, "messageModel": str(self.message_model),
+            "consumeFromWhere": str(self.consume_from_where), "pullBatchSize": str(self.pull_batch_size),
+            "autoCommit": str(self.auto_commit).lower(), "allocateMessageQueueStrategy": self.strategy.name,
+            PROP_NAMESERVER_ADDR: instance.config.namesrv_addr or "",
+            PROP_CONSUME_TYPE: str(self.heartbeat_data()[1][0].consumeType),
+            PROP_CONSUME_ORDERLY: str(self._is_orderly()).lower(),
+            PROP_THREADPOOL_CORE_SIZE: str(self._threadpool_core_size()),
+            PROP_CLIENT_VERSION: CLIENT_VERSION_DESC,
+            PROP_CONSUMER_START_TIMESTAMP: str(self.start_timestamp),
+        }
+        table = {mq: self._queue_info(state) for mq, state in self._queues.items()}
+        return encode_running_info(props, [s.encode() for s in self.subscriptions.values()], table,
+                                   list(self.subscriptions))
+
+    def _is_orderly(self) -> bool:
+        return False
+
+    def _threadpool_core_size(self) -> int:
+        return 1  # poll() hands batches to the caller's own task
+
+    def _queue_info(self, state: _QueueState) -> dict[str, object]:
+        return process_queue_info(max(state.consumed_offset, 0))
+
     # -- internals --------------------------------------------------------------------------
 
     def _require_started(self) -> MQClientInstance:
@@ -274,30 +333,41 @@ class LitePullConsumer:
         instance = self._require_started()
         wanted: list[MessageQueue] = []
         for topic in self.subscriptions:
-            try:
-                route = await instance.update_topic_route(topic)
-            except NoRouteError as exc:
-                log.warning("rebalance: %s", exc)
-                continue
-            mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
-                            if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
-            if not mq_all:
-                continue
-            if self.message_model == MessageModel.BROADCASTING:
-                wanted.extend(mq_all)  # every member consumes every queue
-                continue
-            cids = await self._consumer_ids(instance, topic)
-            if instance.client_id not in cids:
-                # The broker has not heard from us yet (the route, and so the broker, was unknown
-                # at start): heartbeat now, as Java does on a new route, and ask again.
-                await instance.send_heartbeat_to_all_brokers()
-                cids = await self._consumer_ids(instance, topic)
-            if instance.client_id not in cids:
-                continue
-            wanted.extend(self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids)))
+            allocated = await self._allocate_topic(instance, topic)
+            if allocated is None:
+                # Java's rebalanceByTopic: with no queue set or no consumer ids it logs and changes
+                # nothing, so an unreachable NameServer or broker never empties an assignment.
+                allocated = [mq for mq in self._queues if mq.topic == topic]
+            wanted.extend(allocated)
         removed = self._apply_assignment(wanted)
         if removed and self.auto_commit:
             await self._commit(instance, removed)
+
+    async def _allocate_topic(self, instance: MQClientInstance, topic: str) -> list[MessageQueue] | None:
+        """This member's queues of ``topic``, or None when that cannot be known right now."""
+        try:
+            route = await instance.update_topic_route(topic)
+        except (NoRouteError, RemotingError) as exc:
+            route = instance.topic_route_table.get(topic)  # the cached route, as Java's table
+            log.warning("rebalance: %s%s", exc, "; using the cached route" if route else "")
+            if route is None:
+                return None
+        mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
+                        if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
+        if not mq_all:
+            return None
+        if self.message_model == MessageModel.BROADCASTING:
+            return mq_all  # every member consumes every queue
+        cids = await self._consumer_ids(instance, topic)
+        if instance.client_id not in cids:
+            # The broker has not heard from us yet (the route, and so the broker, was unknown
+            # at start): heartbeat now, as Java does on a new route, and ask again.
+            await instance.send_heartbeat_to_all_brokers()
+            cids = await self._consumer_ids(instance, topic)
+        if not cids:
+            log.warning("doRebalance, %s, %s, get consumer id list failed; assignment unchanged", self.group, topic)
+            return None
+        return self.strategy.allocate(self.group, instance.client_id, mq_all, sorted(cids))
 
     async def _consumer_ids(self, instance: MQClientInstance, topic: str) -> list[str]:
         route = instance.topic_route_table.get(topic)
@@ -335,7 +405,8 @@ class LitePullConsumer:
             if self._instance is not None:
                 await self._commit(self._instance)
 
-    async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None) -> None:
+    async def _commit(self, instance: MQClientInstance, states: Sequence[_QueueState] | None = None,
+                      timeout: float | None = None) -> None:
         chosen = list(self._queues.values()) if states is None else states
         if self._local_offsets is not None:
             for state in chosen:
@@ -343,19 +414,22 @@ class LitePullConsumer:
                     self._local_offsets.update(state.mq, state.consumed_offset)
             await asyncio.to_thread(self._local_offsets.persist)
             return
-        for state in chosen:
+        wait = min(instance.config.mq_client_api_timeout, timeout or instance.config.mq_client_api_timeout)
+
+        async def one(state: _QueueState) -> None:
             mq = state.mq
-            if state.consumed_offset < 0:
-                continue
             addr = instance.find_broker_address_in_publish(mq.broker_name)
             if addr is None:
-                continue
+                return
             try:
                 await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
                     "consumerGroup": self.group, "topic": mq.topic, "queueId": str(mq.queue_id),
-                    "commitOffset": str(state.consumed_offset)}), instance.config.mq_client_api_timeout)
+                    "commitOffset": str(state.consumed_offset)}), wait)
             except RemotingError as exc:
                 log.warning("commit offset of %s failed: %s", mq, exc)
+
+        # In parallel: a hung broker costs one timeout, not one per queue.
+        await asyncio.gather(*(one(s) for s in chosen if s.consumed_offset >= 0))
 
     async def _offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
         instance = self._require_started()

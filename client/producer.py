@@ -104,6 +104,7 @@ class Producer:
         self._instance: MQClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._pending: set[asyncio.Task[None]] = set()
+        self.shutdown_timeout = send_msg_timeout
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -117,10 +118,16 @@ class Producer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
+        # One bound for the whole shutdown, brokers up or not: in-flight async sends, then unregister.
+        deadline = time.monotonic() + self.shutdown_timeout
         if self._pending:
-            await asyncio.wait(set(self._pending), timeout=self.send_msg_timeout)
+            await asyncio.wait(set(self._pending), timeout=self.shutdown_timeout)
         instance.members.pop(f"producer:{self.group}", None)
-        await instance.unregister(producer_group=self.group)
+        try:
+            await asyncio.wait_for(instance.unregister(producer_group=self.group),
+                                   max(deadline - time.monotonic(), 0.01))
+        except TimeoutError:
+            log.warning("unregister of producer %s cut short by its shutdown timeout", self.group)
         await MQClientManager.release(instance)
 
     async def __aenter__(self) -> Producer:

@@ -30,6 +30,7 @@ from client.allocate import MessageQueue
 from client.errors import MQClientError
 from client.instance import MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState
+from client.running_info import process_queue_info
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
@@ -152,15 +153,20 @@ class PushConsumer(LitePullConsumer):
             return
         # Stop pulling, let the listener calls under way finish (bounded), then commit.
         self._stopping = True
+        deadline = self._shutdown_deadline()  # one bound for every step, brokers up or not
         if self._consuming:
-            _, stuck = await asyncio.wait(set(self._consuming), timeout=self.shutdown_timeout)
+            _, stuck = await asyncio.wait(set(self._consuming), timeout=max(deadline - time.monotonic(), 0.01))
             for task in stuck:
                 task.cancel()
             if stuck:
                 log.warning("%d listener calls of %s still running after %.0f s were cancelled", len(stuck),
                             self.group, self.shutdown_timeout)
         if self._orderly is not None:
-            await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks))
+            try:
+                await asyncio.wait_for(self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks)),
+                                       max(deadline - time.monotonic(), 0.01))
+            except TimeoutError:
+                log.warning("unlock of %s's queues cut short by its shutdown timeout", self.group)
         await super().shutdown()
         self._stopping = False
 
@@ -252,6 +258,22 @@ class PushConsumer(LitePullConsumer):
                             pq.max_offset, pq.span, state.mq, self.queue_max_span_flow_control_times)
             return PULL_TIME_DELAY_WHEN_FLOW_CONTROL
         return 0.0
+
+    # -- GET_CONSUMER_RUNNING_INFO ----------------------------------------------------------
+
+    def _is_orderly(self) -> bool:
+        return self._orderly is not None
+
+    def _threadpool_core_size(self) -> int:
+        return self.consume_concurrency
+
+    def _queue_info(self, state: _QueueState) -> dict[str, object]:
+        pq: ProcessQueue | None = state.process
+        locked = state.mq in self._locks
+        if pq is None or not pq.count:
+            return process_queue_info(max(state.consumed_offset, 0), locked=locked)
+        return process_queue_info(max(state.consumed_offset, 0), next(iter(pq.msgs)), pq.max_offset, pq.count,
+                                  pq.size // (1024 * 1024), locked=locked)
 
     def _queue_limits(self, topic: str) -> tuple[int, int]:
         """Per-queue count and MiB limits; a topic-wide limit is shared by the topic's queues."""

@@ -8,14 +8,14 @@ import logging
 
 import pytest
 
-from client import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from client import ConsumeConcurrentlyStatus, LitePullConsumer, Message, Producer, PushConsumer
 from remoting.protocol.heartbeat import ConsumeFromWhere
 from remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 
 
-def _fast(client: Producer | PushConsumer) -> None:
+def _fast(client: Producer | LitePullConsumer) -> None:
     # Route polls every second instead of 30, so the clients really do ask a dead NameServer.
     client.config.poll_name_server_interval = 1.0
     client.config.heartbeat_broker_interval = 1.0
@@ -26,6 +26,26 @@ def _recorder(seen: list[bytes]):  # type: ignore[no-untyped-def]
         seen.extend(m.body for m in msgs)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
     return listener
+
+
+async def _lite(group: str, addrs: str, topic: str) -> LitePullConsumer:
+    lite = LitePullConsumer(group, addrs, instance_name=f"{group}-l", rebalance_interval=1.0,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    _fast(lite)
+    lite.subscribe(topic)
+    await lite.start()
+    return lite
+
+
+async def _polled(lite: LitePullConsumer, seen: list[bytes], want: list[bytes], timeout: float = 20.0) -> bool:
+    """Poll until every wanted body has come, or the deadline passes."""
+    async def done() -> bool:
+        seen.extend(m.body for m in await lite.poll(0.2))
+        return sorted(seen) == sorted(want)
+    for _ in range(int(timeout / 0.2)):
+        if await done():
+            return True
+    return False
 
 
 async def _send(producer: Producer, topic: str, prefix: str, n: int) -> list[bytes]:
@@ -51,15 +71,20 @@ async def test_one_namesrv_killed_clients_carry_on_with_the_other(daemons: Daemo
     try:
         sent = await _send(producer, "Outage1", "before", 5)
         await consumer.start()
+        lite = await _lite("cg_outage1_lite", addrs, "Outage1")
+        lite_seen: list[bytes] = []
         try:
             assert await wait_until(lambda: sorted(seen) == sorted(sent), 20)
+            assert await _polled(lite, lite_seen, sent)
             ns1.kill()
             sent += await _send(producer, "Outage1", "after", 5)
             assert await wait_until(lambda: sorted(seen) == sorted(sent), 20), "consumption carried on"
+            assert await _polled(lite, lite_seen, sent), "lite pull carried on"
             # A topic nobody routed before: its route can only come from the live NameServer.
             fresh = await _send(producer, "Outage1New", "new", 2)
             assert len(fresh) == 2
         finally:
+            await lite.shutdown()
             await consumer.shutdown()
     finally:
         await producer.shutdown()
@@ -82,19 +107,24 @@ async def test_every_namesrv_killed_clients_keep_their_cached_routes(daemons: Da
     try:
         sent = await _send(producer, "Outage2", "before", 5)
         await consumer.start()
+        lite = await _lite("cg_outage2_lite", ns.addr, "Outage2")
+        lite_seen: list[bytes] = []
         try:
             assert await wait_until(lambda: sorted(seen) == sorted(sent), 20)
+            assert await _polled(lite, lite_seen, sent)
             ns.kill()
 
             def failed_polls() -> int:
                 return sum("updateTopicRouteInfoFromNameServer Outage2 failed" in r.getMessage()
                            for r in caplog.records)
 
-            # Both clients have asked the dead NameServer (and failed) before we go on.
-            assert await wait_until(lambda: failed_polls() >= 4, 20)
+            # Every client has asked the dead NameServer (and failed) before we go on.
+            assert await wait_until(lambda: failed_polls() >= 6, 20)
             sent += await _send(producer, "Outage2", "cached", 5)
             assert await wait_until(lambda: sorted(seen) == sorted(sent), 20), "consumption on cached routes"
+            assert await _polled(lite, lite_seen, sent), "lite pull on cached routes"
         finally:
+            await lite.shutdown()
             await consumer.shutdown()
     finally:
         await producer.shutdown()
