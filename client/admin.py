@@ -240,6 +240,13 @@ class Admin:
         r = await self._call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return SubscriptionGroupWrapper.decode(r.body or b"{}").subscriptionGroupTable
 
+    async def fetch_consumer_offset_groups(self, broker_addr: str) -> set[str]:
+        """Groups with committed offsets on a broker (GET_ALL_CONSUMER_OFFSET's ``topic@group`` keys):
+        a group that only ever committed offsets has no subscription group config to list."""
+        r = await self._call(broker_addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        table = json.loads(r.body or b"{}").get("offsetTable", {})
+        return {key.split("@", 1)[1] for key in table if "@" in key}
+
     async def delete_subscription_group(self, broker_addr: str, group: str, remove_offset: bool = False) -> None:
         await self._call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
                          {"groupName": group, "removeOffset": "true" if remove_offset else "false"})

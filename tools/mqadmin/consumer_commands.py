@@ -145,6 +145,7 @@ def _all_groups_progress(namesrv: str | None, as_json: bool) -> None:
         groups: set[str] = set()
         for addr in await admin.broker_addrs():
             groups |= set(await admin.get_all_subscription_groups(addr))
+            groups |= await admin.fetch_consumer_offset_groups(addr)
         rows = []
         for g in sorted(groups):
             if g.startswith(SYSTEM_GROUP_PREFIXES):
