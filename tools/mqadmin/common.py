@@ -24,12 +24,12 @@ from rich.table import Table
 from client.admin import Admin
 from client.errors import MQClientError
 from remoting.exceptions import RemotingError
+from tools.cli import NamesrvOption, main_entry, one_line
+
+__all__ = ["NamesrvOption", "main_entry", "one_line"]
 
 T = TypeVar("T")
 
-# Typer options shared by every command: RocketMQ's -n, falling back to NAMESRV_ADDR as in Java.
-NamesrvOption = typer.Option(None, "-n", "--namesrvAddr", envvar="NAMESRV_ADDR",
-                             help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'")
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table (for scripts)")
 
 ADMIN_TIMEOUT = 5.0
@@ -54,11 +54,6 @@ def run_admin(namesrv: str | None, job: Callable[[Admin], Awaitable[T]]) -> T:
             return await job(admin)
 
     return asyncio.run(main())
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())
 
 
 def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -115,18 +110,3 @@ def format_ts(millis: int) -> str:
     if millis <= 0:
         return "-"
     return datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-
-
-def main_entry(app: typer.Typer, prog: str) -> None:
-    """Run ``app`` so that usage errors (unknown flag, missing option) are one line too."""
-    cmd = typer.main.get_command(app)
-    try:
-        rc = cmd.main(args=sys.argv[1:], prog_name=prog, standalone_mode=False)
-    except Exception as exc:  # click's UsageError/ClickException (typer may vendor click)
-        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            ctx = getattr(exc, "ctx", None)
-            where = f"{prog} {ctx.info_name}" if ctx is not None and ctx.info_name != prog else prog
-            typer.echo(f"{where}: {one_line(Exception(exc.format_message()))}", err=True)
-            sys.exit(exc.exit_code)
-        raise
-    sys.exit(rc if isinstance(rc, int) else 0)
