@@ -41,11 +41,8 @@ def setup_logging(daemon: str, level: str = "INFO", log_dir: str | None = None, 
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
+    reset_logging()
     root = logging.getLogger()
-    for handler in _installed:
-        root.removeHandler(handler)
-        handler.close()
-    _installed.clear()
     formatter = logging.Formatter(LOG_FORMAT)
     console = logging.StreamHandler(sys.stdout)
     console.setFormatter(formatter)
@@ -76,3 +73,12 @@ def log_config(*models: BaseModel | Iterable[tuple[str, object]]) -> None:
         items = model.model_dump().items() if isinstance(model, BaseModel) else model
         for key, value in items:
             log.info("%s=%s", key, value)
+
+
+def reset_logging() -> None:
+    """Remove what setup_logging installed (tests, and daemons embedding another's setup)."""
+    root = logging.getLogger()
+    for handler in _installed:
+        root.removeHandler(handler)
+        handler.close()
+    _installed.clear()
