@@ -268,6 +268,8 @@ def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json",
     home = os.path.abspath(home)
     try:
         services = load_state(home)
+        if not services:
+            raise ClusterError(f"nothing running under {home}")
     except ClusterError as exc:
         _fail("status", exc)
         return
