@@ -33,8 +33,9 @@ app = typer.Typer(name="mqbench", add_completion=False, no_args_is_help=True, he
 class _Run:
     """Stop conditions and the once-a-second report shared by both sides."""
 
-    def __init__(self, duration: float, count: int | None, label: str, console: Console) -> None:
+    def __init__(self, duration: float, count: int | None, label: str, console: Console, rate: float = 0) -> None:
         self.duration = duration
+        self.rate = rate
         self.count = count
         self.claimed = 0
         self.done = 0
@@ -52,6 +53,13 @@ class _Run:
             n = max(min(n, self.count - self.claimed), 0)
         self.claimed += n
         return n
+
+    async def pace(self, index: int) -> None:
+        """With ``--rate``, hold message number ``index`` until its slot (start + index / rate)."""
+        if self.rate > 0:
+            delay = self.started + index / self.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
 
     def release(self, n: int) -> None:
         """Give back a reservation whose send failed: those messages are still to do."""
@@ -106,9 +114,9 @@ def _install_stop(run: _Run) -> None:
 
 
 async def _produce(namesrv: str | None, topic: str, size: int, in_flight: int, duration: float, count: int | None,
-                   batch: int, keys: bool, as_json: bool) -> int:
+                   batch: int, keys: bool, rate: float, as_json: bool) -> int:
     console = Console(width=None if os.isatty(1) else 200)
-    run = _Run(duration, count, "Send", console)
+    run = _Run(duration, count, "Send", console, rate)
     recorder = LatencyRecorder()
     body = b"x" * size
     progress, task = _progress(console, count, "produce")
@@ -120,7 +128,12 @@ async def _produce(namesrv: str | None, topic: str, size: int, in_flight: int, d
         return Message(topic, body, keys=f"bench-{os.getpid()}-{seq}" if keys else None)
 
     async def worker(producer: Producer) -> None:
-        while (n := run.claim(batch)) > 0:
+        while True:
+            index = run.claimed
+            n = run.claim(batch)
+            if n <= 0:
+                break
+            await run.pace(index)
             msgs = [message() for _ in range(n)]
             started = time.perf_counter()
             try:
@@ -217,14 +230,15 @@ def produce(
     count: int | None = typer.Option(None, "-m", "--count", help="Messages to send, with a progress bar"),
     batch: int = typer.Option(1, "-b", "--batchSize", help="Messages per send (>1: batch sends)"),
     keys: bool = typer.Option(False, "-k", "--keyEnable", help="Give every message a key (indexed)"),
+    rate: float = typer.Option(0, "-r", "--rate", help="At most this many messages per second (0: no limit)"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = typer.Option(False, "--json", help="Also print the summary as one JSON line"),
 ) -> None:
     _check(duration, count)
-    if size <= 0 or in_flight <= 0 or batch <= 0:
-        typer.echo("mqbench produce: -s, -w and -b must be positive", err=True)
+    if size <= 0 or in_flight <= 0 or batch <= 0 or rate < 0:
+        typer.echo("mqbench produce: -s, -w and -b must be positive, -r not negative", err=True)
         raise typer.Exit(2)
-    _run(lambda: _produce(namesrv, topic, size, in_flight, duration, count, batch, keys, as_json), "produce")
+    _run(lambda: _produce(namesrv, topic, size, in_flight, duration, count, batch, keys, rate, as_json), "produce")
 
 
 @app.command("consume", help="Benchmark consumer: TPS and born/store-to-consume RT")
