@@ -3,11 +3,15 @@ consume: per-topic TPS and bytes, consumer lag, store usage, connections, latenc
 
 from __future__ import annotations
 
+import asyncio
 import time
+
+from prometheus_client import CollectorRegistry, Counter
 
 from client import Message, Producer
 from client.admin import Admin
 from client.lite_pull_consumer import LitePullConsumer
+from remoting.metrics import MetricsHttpServer
 from remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import DaemonSet
 from tests.integration.scrape import metrics_addr, scrape_async
@@ -71,3 +75,21 @@ def test_metrics_are_off_by_default(daemons: DaemonSet) -> None:
     broker = daemons.broker(ns.addr)
     for daemon in (ns, broker):
         assert not any("metrics exporter" in line for line in daemon.lines), daemon.lines
+
+
+async def test_metrics_http_server_answers_get_only() -> None:
+    registry = CollectorRegistry()
+    Counter("probe", "a probe", registry=registry).inc(3)
+    server = MetricsHttpServer(registry, "127.0.0.1", 0)
+    await server.start()
+    try:
+        samples = await scrape_async(server.address)
+        assert samples.one("probe_total") == 3
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        status = await asyncio.wait_for(reader.readline(), 10)
+        assert status.startswith(b"HTTP/1.1 405")
+        writer.close()
+        await writer.wait_closed()
+    finally:
+        await server.close()
