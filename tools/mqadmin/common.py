@@ -69,6 +69,9 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
             except (CommandError, MQClientError, RemotingError, OSError, TimeoutError, ValueError) as exc:
                 typer.echo(f"mqadmin {name}: {one_line(exc)}", err=True)
                 raise typer.Exit(1) from None
+            except Exception as exc:  # an unexpected answer: still one line, with the exception's type
+                typer.echo(f"mqadmin {name}: {type(exc).__name__}: {one_line(exc)}", err=True)
+                raise typer.Exit(1) from None
 
         return app.command(name, help=help_text)(run)
 
