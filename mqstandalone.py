@@ -8,7 +8,6 @@ it keeps serving until interrupted, so official clients and tools can be pointed
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 
@@ -16,11 +15,15 @@ import typer
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
+from broker.metrics import BrokerMetrics
 from namesrv.config import NamesrvConfig
 from namesrv.controller import NamesrvController
+from namesrv.metrics import NamesrvMetrics
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.daemon import wait_for_stop_signal
+from remoting.logsetup import default_log_dir, setup_logging
 from remoting.loop import run
+from remoting.metrics import MetricsHttpServer
 from remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,
@@ -66,7 +69,7 @@ async def _demo(namesrv_addr: str, broker_addr: str) -> None:
         await client.close()
 
 
-async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: bool) -> None:
+async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: bool, metrics_port: int = -1) -> None:
     namesrv = NamesrvController(
         NamesrvConfig(rocketmqHome=home, kvConfigPath=os.path.join(home, "namesrv", "kvConfig.json"),
                       configStorePath=os.path.join(home, "namesrv", "namesrv.properties")),
@@ -78,7 +81,16 @@ async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: b
                      "127.0.0.1", brokerName="broker-a"),
         NettyServerConfig(listenPort=broker_port, bindAddress=host),
         MessageStoreConfig(storePathRootDir=os.path.join(home, "store")))
+    metrics = None
+    if metrics_port >= 0:
+        # One exporter for both daemons: their collectors share a registry (metric names differ).
+        broker_metrics = BrokerMetrics(broker, -1, host)
+        NamesrvMetrics(namesrv, -1, host, registry=broker_metrics.registry)
+        metrics = MetricsHttpServer(broker_metrics.registry, host, metrics_port)
     await broker.start()
+    if metrics is not None:
+        await metrics.start()
+        print(f"The metrics exporter listening on {metrics.address}", flush=True)
     print(f"The broker[broker-a, {broker.broker_addr}] boot success. serializeType=JSON and name server is "
           f"{namesrv.address}", flush=True)
     print(f"data dir: {home}")
@@ -88,6 +100,8 @@ async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: b
             print(f"Ready: point clients at NAMESRV_ADDR={namesrv.address}. Ctrl-C to stop.", flush=True)
             await wait_for_stop_signal().wait()
     finally:
+        if metrics is not None:
+            await metrics.close()
         await broker.shutdown()
         await namesrv.shutdown()
 
@@ -99,9 +113,11 @@ def main(
     broker_port: int = typer.Option(10911, help="Broker port (0 = any free port)"),
     home: str = typer.Option(DEFAULT_HOME, "--home", help="embedded data dir"),
     demo_only: bool = typer.Option(False, "--demo-only", help="run the demo and exit"),
+    metrics_port: int = typer.Option(-1, "--metrics-port", help="Prometheus metrics port (0 = any free, -1 = off)"),
+    log_level: str = typer.Option("WARNING", "--log-level", help="Logging level"),
 ) -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
-    run(_serve(host, port, broker_port, home, demo_only))
+    setup_logging("standalone", log_level, default_log_dir(home))
+    run(_serve(host, port, broker_port, home, demo_only, metrics_port))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ class BrokerConfig(BaseModel):
     pullHoldCheckInterval: int = 5000
     # Orderly-consumption locks expire this long after their holder's last renewal.
     rebalanceLockMaxLiveTime: int = 60000
+    # Prometheus metrics over HTTP on this port (0: any free port); -1, the default, is off.
+    metricsPort: int = -1
 
     def broker_addr(self, listen_port: int) -> str:
         return f"{self.brokerIP1}:{listen_port}"

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 
 import typer
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
+from broker.metrics import BrokerMetrics
 from remoting.daemon import parse_overrides, serve_until_signalled
+from remoting.logsetup import default_log_dir, log_config, setup_logging
 from remoting.loop import run
 from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from remoting.server_config import NettyServerConfig
@@ -50,6 +51,14 @@ def boot_message(controller: BrokerController) -> str:
             f"server is {cfg.namesrvAddr}")
 
 
+async def start_metrics(metrics: BrokerMetrics) -> None:
+    await metrics.start()
+    if metrics.server is not None:
+        line = f"The metrics exporter listening on {metrics.server.address}"
+        log.info(line)
+        print(line, flush=True)
+
+
 @app.command()
 def main(
     config_file: str | None = typer.Option(None, "-c", "--configFile", help="Broker config properties file"),
@@ -60,9 +69,9 @@ def main(
     listen_port: int | None = typer.Option(None, "-l", "--listen-port", help="Port to listen on (0: any free)"),
     store_root: str | None = typer.Option(None, "--store", help="storePathRootDir"),
     log_level: str = typer.Option("INFO", "--log-level", help="Logging level"),
+    log_dir: str | None = typer.Option(None, "--log-dir", envvar="ROCKETMQ_LOG_DIR",
+                                       help="Where broker.log goes (default <rocketmqHome>/logs/rocketmqlogs)"),
 ) -> None:
-    logging.basicConfig(level=log_level.upper(), stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
     try:
         broker_config, server_config, store_config = build_config(config_file, option, namesrv_addr, listen_port,
                                                                   store_root)
@@ -73,8 +82,23 @@ def main(
         typer.echo(format_properties(broker_config, server_config, store_config), nl=False)
         raise typer.Exit(0)
     try:
+        setup_logging("broker", log_level, log_dir or default_log_dir(broker_config.rocketmqHome))
+        log_config(broker_config, server_config, store_config)
         controller = BrokerController(broker_config, server_config, store_config)
-        run(serve_until_signalled(controller.start, controller.shutdown, lambda: boot_message(controller)))
+        metrics = (BrokerMetrics(controller, broker_config.metricsPort, server_config.bindAddress)
+                   if broker_config.metricsPort >= 0 else None)
+
+        async def start() -> None:
+            await controller.start()
+            if metrics is not None:
+                await start_metrics(metrics)
+
+        async def shutdown() -> None:
+            if metrics is not None:
+                await metrics.close()
+            await controller.shutdown()
+
+        run(serve_until_signalled(start, shutdown, lambda: boot_message(controller)))
     except (OSError, RuntimeError, ValueError) as exc:
         typer.echo(f"mqbroker: cannot start: {exc}", err=True)
         raise typer.Exit(1) from None

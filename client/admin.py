@@ -15,9 +15,11 @@ from client.instance import ClientConfig, MQClientInstance, MQClientManager
 from client.running_info import ConsumerRunningInfo
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
+from remoting.properties import parse_properties
 from remoting.protocol.broker import decode_mq_keyed
 from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
-from remoting.protocol.route import MASTER_ID, ClusterInfo, TopicList, TopicRouteData
+from remoting.protocol.route import MASTER_ID, ClusterInfo, KVTable, TopicList, TopicRouteData
+from remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 
 @dataclass
@@ -225,3 +227,117 @@ class Admin:
         r = await self._call(addr, RequestCode.PULL_MESSAGE, header,
                              ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED))
         return next(decode_records(r.body), None) if r.code == ResponseCode.SUCCESS and r.body else None
+
+    # -- additions for mqadmin: brokers, subscription groups, KV config, raw pulls ----------
+    # (RocketMQ's DefaultMQAdminExt has each of these; mqadmin's commands map onto them.)
+
+    async def broker_addrs(self, broker_addr: str | None = None, cluster: str | None = None) -> list[str]:
+        """The brokers an admin command targets: ``-b`` if given, else every master of ``-c``
+        (or of every cluster), as mqadmin's ``-b``/``-c`` pairs do."""
+        return [broker_addr] if broker_addr else await self._cluster_masters(cluster)
+
+    async def fetch_broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return KVTable.decode(r.body or b"{}").table
+
+    async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties((r.body or b"").decode())
+
+    async def update_broker_config(self, broker_addr: str, props: dict[str, str]) -> None:
+        body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
+        await self._call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+
+    async def create_subscription_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
+
+    async def get_all_subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        r = await self._call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return SubscriptionGroupWrapper.decode(r.body or b"{}").subscriptionGroupTable
+
+    async def fetch_consumer_offset_groups(self, broker_addr: str) -> set[str]:
+        """Groups with committed offsets on a broker (GET_ALL_CONSUMER_OFFSET's ``topic@group`` keys):
+        a group that only ever committed offsets has no subscription group config to list."""
+        r = await self._call(broker_addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        table = json.loads(r.body or b"{}").get("offsetTable", {})
+        return {key.split("@", 1)[1] for key in table if "@" in key}
+
+    async def delete_subscription_group(self, broker_addr: str, group: str, remove_offset: bool = False) -> None:
+        await self._call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                         {"groupName": group, "removeOffset": "true" if remove_offset else "false"})
+
+    async def examine_producer_connection_info(self, group: str, topic: str) -> dict:  # type: ignore[type-arg]
+        """Producers are known to the brokers serving the topic they send to (heartbeats)."""
+        connections: list[dict] = []  # type: ignore[type-arg]
+        for addr in (await self._topic_masters(topic)).values():
+            r = await self._call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group},
+                                 ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+            if r.code == ResponseCode.SUCCESS and r.body:
+                seen = {c["clientId"] for c in connections}
+                connections += [c for c in json.loads(r.body).get("connectionSet", []) if c["clientId"] not in seen]
+        if not connections:
+            raise MQClientError(f"the producer group[{group}] has no connection to the brokers of topic {topic}")
+        return {"connectionSet": connections}
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """Written to every NameServer: they share nothing, so each needs its own copy."""
+        for addr in self._namesrv_list():
+            await self._call(addr, RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        for addr in self._namesrv_list():
+            r = await self._call(addr, RequestCode.GET_KV_CONFIG, {"namespace": namespace, "key": key},
+                                 ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            if r.code == ResponseCode.SUCCESS:
+                return (r.ext_fields or {}).get("value")
+        return None
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        for addr in self._namesrv_list():
+            await self._call(addr, RequestCode.DELETE_KV_CONFIG, {"namespace": namespace, "key": key})
+
+    async def wipe_write_perm_of_broker(self, broker_name: str) -> dict[str, int]:
+        """Per NameServer, how many topics lost their write permission on ``broker_name``."""
+        counts = {}
+        for addr in self._namesrv_list():
+            r = await self._call(addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": broker_name})
+            counts[addr] = int((r.ext_fields or {}).get("wipeTopicCount", 0))
+        return counts
+
+    def _namesrv_list(self) -> list[str]:
+        addrs = self.config.namesrv_addrs()
+        if not addrs:
+            raise MQClientError("no NameServer address: pass -n or set NAMESRV_ADDR")
+        return addrs
+
+    async def pull_messages(self, topic: str, broker_name: str, queue_id: int, offset: int, max_nums: int = 32
+                            ) -> tuple[list[MessageExt], int]:
+        """One raw pull without subscription state: the messages at ``offset`` and the next offset."""
+        addr = (await self._topic_masters(topic)).get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name} does not serve topic {topic}")
+        header = {"consumerGroup": "TOOLS_CONSUMER", "topic": topic, "queueId": str(queue_id),
+                  "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": "4", "commitOffset": "0",
+                  "suspendTimeoutMillis": "0", "subVersion": "0", "subscription": "*"}
+        r = await self._call(addr, RequestCode.PULL_MESSAGE, header,
+                             ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED,
+                                 ResponseCode.PULL_RETRY_IMMEDIATELY))
+        next_offset = int((r.ext_fields or {}).get("nextBeginOffset", offset))
+        msgs = list(decode_records(r.body)) if r.code == ResponseCode.SUCCESS and r.body else []
+        return msgs, next_offset
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        addr = (await self._topic_masters(mq.topic)).get(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} does not serve topic {mq.topic}")
+        await self._call(addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                         {"consumerGroup": group, "topic": mq.topic, "queueId": str(mq.queue_id),
+                          "commitOffset": str(offset)})
+
+    async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
+        addr = (await self._topic_masters(mq.topic)).get(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} does not serve topic {mq.topic}")
+        r = await self._call(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                             {"topic": mq.topic, "queueId": str(mq.queue_id), "timestamp": str(timestamp)})
+        return int((r.ext_fields or {})["offset"])

@@ -30,3 +30,5 @@ class NamesrvConfig(BaseModel):
     # fixed at 10 s and 120 s; settable here so tests need not wait two minutes).
     scanNotActiveBrokerInterval: int = 10000
     brokerChannelExpiredTime: int = 120000
+    # Prometheus metrics over HTTP on this port (0: any free port); -1, the default, is off.
+    metricsPort: int = -1

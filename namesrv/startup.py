@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 
 import typer
 
 from namesrv.config import NamesrvConfig
 from namesrv.controller import NamesrvController
+from namesrv.metrics import NamesrvMetrics
 from remoting.daemon import parse_overrides, serve_until_signalled
+from remoting.logsetup import default_log_dir, log_config, setup_logging
 from remoting.loop import run
 from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from remoting.server_config import NettyServerConfig
@@ -53,9 +54,9 @@ def main(
     bind_address: str | None = typer.Option(None, "--bind-address", help="Address to listen on"),
     home: str | None = typer.Option(None, "--home", envvar="ROCKETMQ_HOME", help="Home dir for namesrv/ files"),
     log_level: str = typer.Option("INFO", "--log-level", help="Logging level"),
+    log_dir: str | None = typer.Option(None, "--log-dir", envvar="ROCKETMQ_LOG_DIR",
+                                       help="Where namesrv.log goes (default <rocketmqHome>/logs/rocketmqlogs)"),
 ) -> None:
-    logging.basicConfig(level=log_level.upper(), stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
     try:
         namesrv_config, server_config = build_config(config_file, option, listen_port, bind_address, home)
     except ConfigError as exc:
@@ -65,8 +66,26 @@ def main(
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
     try:
+        setup_logging("namesrv", log_level, log_dir or default_log_dir(namesrv_config.rocketmqHome))
+        log_config(namesrv_config, server_config)
         controller = NamesrvController(namesrv_config, server_config)
-        run(serve_until_signalled(controller.start, controller.shutdown, lambda: (
+        metrics = (NamesrvMetrics(controller, namesrv_config.metricsPort, server_config.bindAddress)
+                   if namesrv_config.metricsPort >= 0 else None)
+
+        async def start() -> None:
+            await controller.start()
+            if metrics is not None and metrics.server is not None:
+                await metrics.start()
+                line = f"The metrics exporter listening on {metrics.server.address}"
+                log.info(line)
+                print(line, flush=True)
+
+        async def shutdown() -> None:
+            if metrics is not None:
+                await metrics.close()
+            await controller.shutdown()
+
+        run(serve_until_signalled(start, shutdown, lambda: (
             f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
     except (OSError, ValueError) as exc:
         # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's

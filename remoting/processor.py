@@ -85,6 +85,14 @@ class ProcessorTable:
                          max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
         self._default = _Row(_as_processor(processor), max_concurrency)
 
+    def wrap_processors(self, wrap: Callable[[int | None, RequestProcessor], RequestProcessor]) -> None:
+        """Replace every row's processor by ``wrap(code, processor)`` (code None: the default row).
+        Metrics use it once at start-up, so a daemon without metrics dispatches exactly as before."""
+        for code, row in self._rows.items():
+            row.processor = wrap(code, row.processor)
+        if self._default is not None:
+            self._default.processor = wrap(None, self._default.processor)
+
     def processor_for(self, code: int) -> RequestProcessor | None:
         row = self._rows.get(code) or self._default
         return row.processor if row else None

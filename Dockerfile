@@ -1,0 +1,31 @@
+# rocketmq-py: NameServer, Broker and the operator tools in one image, installed from this repo.
+# docker-compose.yml runs one NameServer and two brokers from it; `docker build -t rocketmq-py .`
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    ROCKETMQ_HOME=/home/rocketmq
+
+WORKDIR /opt/rocketmq-py
+# Dependencies first, so editing the source does not reinstall them.
+COPY pyproject.toml README.md ./
+COPY remoting ./remoting
+COPY namesrv ./namesrv
+COPY store ./store
+COPY broker ./broker
+COPY client ./client
+COPY tools ./tools
+COPY mqstandalone.py ./
+RUN pip install .
+COPY conf ./conf
+COPY bin ./bin
+
+RUN useradd --create-home --home-dir /home/rocketmq rocketmq \
+    && mkdir -p /home/rocketmq/store /home/rocketmq/namesrv \
+    && chown -R rocketmq:rocketmq /home/rocketmq
+USER rocketmq
+WORKDIR /home/rocketmq
+
+# NameServer; broker-a listen + fast ports; broker-b listen + fast ports.
+EXPOSE 9876 10909 10911 10919 10921
+CMD ["mqnamesrv", "-c", "/opt/rocketmq-py/conf/namesrv.conf"]

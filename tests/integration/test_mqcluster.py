@@ -1,0 +1,153 @@
+"""mqcluster and docker-compose.yml describe one cluster, and ``mqcluster up`` gives a working one:
+both brokers in clusterList, mqadmin's topic/send/consume/progress/query flow end to end, and
+``mqcluster down`` leaves no process behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from tests.integration.cli import run_cli
+from tests.integration.daemons import ROOT
+from tools.cluster_topology import TOPOLOGY
+from tools.mqcluster import load_state, pid_alive, stop_services
+
+COMPOSE = os.path.join(ROOT, "docker-compose.yml")
+IMAGE_ROOT = "/opt/rocketmq-py/"
+
+
+def _compose() -> dict:  # type: ignore[type-arg]
+    with open(COMPOSE) as f:
+        return yaml.safe_load(f)
+
+
+def _flag(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def _overrides(command: list[str]) -> dict[str, str]:
+    return dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "-o")
+
+
+def test_compose_file_matches_conf_and_mqcluster() -> None:
+    services = _compose()["services"]
+    assert set(services) == {spec.name for spec in TOPOLOGY}
+    namesrv = next(s for s in TOPOLOGY if s.role == "namesrv")
+    for spec in TOPOLOGY:
+        svc = services[spec.name]
+        command = svc["command"]
+        assert command[0] == ("mqnamesrv" if spec.role == "namesrv" else "mqbroker")
+        # The very conf file mqcluster starts this service from, at its path inside the image.
+        assert _flag(command, "-c") == IMAGE_ROOT + spec.conf
+        assert os.path.isfile(os.path.join(ROOT, spec.conf))
+        # Published on the same numbers as inside: a broker advertises its listen port, so the
+        # host must reach it there (and at the fast port, listen - 2).
+        published = sorted(int(p.split(":")[0]) for p in svc["ports"])
+        targets = sorted(int(p.split(":")[1]) for p in svc["ports"])
+        assert published == targets == sorted(spec.ports())
+        assert svc["healthcheck"]["test"][0] == "CMD"
+        assert svc["volumes"], f"{spec.name} keeps its data in a named volume"
+        assert svc["volumes"][0].split(":")[0] in _compose()["volumes"]
+        if spec.role == "broker":
+            assert _flag(command, "-n") == f"namesrv:{namesrv.listen_port()}"
+            overrides = _overrides(command)
+            # The trap: brokers must advertise an address clients on the host can dial.
+            assert overrides["brokerIP1"].startswith("${BROKER_IP1:-127.0.0.1}")
+            assert svc["depends_on"]["namesrv"]["condition"] == "service_healthy"
+            assert str(spec.listen_port()) in " ".join(svc["healthcheck"]["test"])
+    brokers = [s for s in TOPOLOGY if s.role == "broker"]
+    assert len({s.props()["brokerName"] for s in brokers}) == 2
+    assert {s.props()["brokerClusterName"] for s in brokers} == {"DefaultCluster"}
+    assert {s.props()["brokerName"] for s in brokers} == {s.name for s in brokers}
+
+
+def test_dockerfile_installs_the_project_and_exposes_every_port() -> None:
+    with open(os.path.join(ROOT, "Dockerfile")) as f:
+        text = f.read()
+    assert "pip install ." in text and "COPY conf ./conf" in text
+    exposed = {int(p) for line in text.splitlines() if line.startswith("EXPOSE") for p in line.split()[1:]}
+    assert exposed == {p for spec in TOPOLOGY for p in spec.ports()}
+    assert "WORKDIR /opt/rocketmq-py" in text  # where the compose commands find conf/
+
+
+@pytest.fixture
+def cluster_home(tmp_path: str) -> Iterator[str]:
+    home = os.path.join(str(tmp_path), "cluster")
+    try:
+        yield home
+    finally:
+        # Whatever a failed test left running is stopped here, by pid.
+        stop_services(load_state(home))
+
+
+def test_mqcluster_up_admin_flow_and_down(cluster_home: str) -> None:
+    up = run_cli("mqcluster", "up", "--home", cluster_home, "--free-ports", "--json").ok().json()
+    ns = up["namesrvAddr"]
+    assert set(up["services"]) == {"namesrv", "broker-a", "broker-b"}
+    state = load_state(cluster_home)
+    assert all(pid_alive(s.pid) for s in state.values())
+
+    status = run_cli("mqcluster", "status", "--home", cluster_home, "--json").ok().json()
+    assert status["registeredBrokers"] == ["broker-a", "broker-b"]
+    again = run_cli("mqcluster", "up", "--home", cluster_home, "--free-ports")
+    again.failed_with_one_line("already running")
+
+    brokers = run_cli("mqadmin", "clusterList", "--json", "-n", ns).ok().json()
+    assert sorted(r["brokerName"] for r in brokers) == ["broker-a", "broker-b"]
+    assert {r["cluster"] for r in brokers} == {"DefaultCluster"}
+
+    created = run_cli("mqadmin", "updateTopic", "-t", "ClusterTopic", "-c", "DefaultCluster", "-r", "2", "-w", "2",
+                      "--json", "-n", ns).ok().json()
+    assert len(created["brokers"]) == 2
+    sent = [run_cli("mqadmin", "sendMessage", "-t", "ClusterTopic", "-p", f"hello-{i}", "-k", f"order-{i}",
+                    "--json", "-n", ns).ok().json() for i in range(4)]
+    consumed = run_cli("mqadmin", "consumeMessage", "-t", "ClusterTopic", "-g", "ClusterGroup", "--json",
+                       "-n", ns).ok().json()
+    assert sorted(m["body"] for m in consumed) == [f"hello-{i}" for i in range(4)]
+    progress = run_cli("mqadmin", "consumerProgress", "-g", "ClusterGroup", "--json", "-n", ns).ok().json()
+    assert progress["diffTotal"] == 0
+    assert sum(q["consumerOffset"] for q in progress["queues"]) == 4
+    found = run_cli("mqadmin", "queryMsgByKey", "-t", "ClusterTopic", "-k", "order-2", "--json", "-n", ns).ok().json()
+    assert [m["msgId"] for m in found] == [sent[2]["msgId"]]
+
+    down = run_cli("mqcluster", "down", "--home", cluster_home).ok()
+    assert "stopped broker-a, broker-b, namesrv" in down.stdout and "killed" not in down.stdout
+    assert not any(pid_alive(s.pid) for s in state.values())
+    assert not _processes_under(cluster_home)
+    run_cli("mqcluster", "status", "--home", cluster_home).failed_with_one_line("nothing running")
+    assert "nothing running" in run_cli("mqcluster", "down", "--home", cluster_home).ok().stdout
+
+
+def _processes_under(home: str) -> list[int]:
+    """Pids of live processes whose command line mentions ``home`` (a leaked daemon would)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if home.encode() in f.read() and pid_alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_mqcluster_up_fails_cleanly_when_a_broker_cannot_start(cluster_home: str, tmp_path: str) -> None:
+    """A broker that cannot start makes ``up`` fail with one line and stop what it started."""
+    conf_root = os.path.join(str(tmp_path), "confroot")
+    os.makedirs(os.path.join(conf_root, "conf", "2m-noslave"))
+    for spec in TOPOLOGY:
+        with open(os.path.join(ROOT, spec.conf)) as f:
+            text = f.read()
+        if spec.name == "broker-b":
+            text += "\nbrokerPermission=not-a-number\n"
+        with open(os.path.join(conf_root, spec.conf), "w") as f:
+            f.write(text.replace("listenPort=9876", "listenPort=0"))
+    result = run_cli("mqcluster", "up", "--home", cluster_home, "--free-ports", "--conf-root", conf_root)
+    result.failed_with_one_line("broker-b")
+    assert not _processes_under(cluster_home)
+    assert load_state(cluster_home) == {}

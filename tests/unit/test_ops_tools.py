@@ -1,0 +1,125 @@
+"""Pure parts of the operator tools: benchmark statistics, mqadmin's time formats, counting records
+in a pull body, latency wrappers (installed only with metrics on), and log rotation."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from broker.config import BrokerConfig
+from broker.controller import BrokerController
+from broker.metrics import BrokerMetrics, count_records
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.logsetup import reset_logging, setup_logging
+from remoting.metrics import TimedProcessor, request_latency_histogram
+from remoting.processor import RequestProcessor
+from remoting.protocol.message import MessageExt, encode_record
+from remoting.server_config import NettyServerConfig
+from store.config import MessageStoreConfig
+from tools.bench_stats import LatencyRecorder, percentile
+from tools.mqadmin.common import CommandError, parse_timestamp
+
+
+def test_percentile_is_nearest_rank() -> None:
+    samples = [float(i) for i in range(1, 1001)]
+    assert percentile(samples, 0.5) == 500
+    assert percentile(samples, 0.99) == 990
+    assert percentile(samples, 0.999) == 999
+    assert percentile([7.0], 0.999) == 7
+    assert percentile([], 0.5) == 0
+
+
+def test_latency_recorder_windows_and_summary() -> None:
+    r = LatencyRecorder()
+    r.record(2.0)
+    r.record(4.0, messages=3)  # a batch of three messages answered in 4 ms
+    r.record_failure(2)
+    w = r.roll()
+    assert (w.count, w.failed, w.max_ms) == (4, 2, 4.0)
+    assert w.avg_ms == pytest.approx((2 + 3 * 4) / 4)
+    assert r.roll().count == 0  # the next window starts empty
+    s = r.summary(messages=4, elapsed=2.0)
+    assert s["tps"] == 2.0 and s["failed"] == 2 and s["maxRtMs"] == 4.0 and s["p50RtMs"] == 2.0
+
+
+def test_parse_timestamp_formats() -> None:
+    assert parse_timestamp("1700000000123") == 1700000000123
+    expected = int(datetime(2024, 5, 6, 7, 8, 9, 123000).timestamp() * 1000)
+    assert parse_timestamp("2024-05-06#07:08:09:123") == expected
+    assert abs(parse_timestamp("now") - int(datetime.now().timestamp() * 1000)) < 60_000
+    with pytest.raises(CommandError, match="yesterday"):
+        parse_timestamp("yesterday")
+
+
+def test_count_records_in_a_pull_body() -> None:
+    body = b"".join(encode_record(MessageExt(topic="T", body=b"x" * n, properties={"KEYS": "k"})) for n in (1, 50, 0))
+    assert count_records(body) == 3
+    assert count_records(b"") == 0
+
+
+class _Echo(RequestProcessor):
+    def __init__(self) -> None:
+        self.rejecting = False
+
+    async def process_request(self, conn: object, request: RemotingCommand) -> RemotingCommand:  # type: ignore[override]
+        return request.response(ResponseCode.SUCCESS)
+
+    def reject_request(self) -> bool:
+        return self.rejecting
+
+
+async def test_timed_processor_observes_latency_and_response() -> None:
+    registry = CollectorRegistry()
+    histogram = request_latency_histogram(registry, "t")
+    seen: list[int] = []
+    inner = _Echo()
+    timed = TimedProcessor(inner, histogram, int(RequestCode.SEND_MESSAGE_V2),
+                           lambda req, resp: seen.append(resp.code if resp else -1))
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, b"body")
+    response = await timed.process_request(None, request)  # type: ignore[arg-type]
+    assert response is not None and response.code == ResponseCode.SUCCESS and seen == [ResponseCode.SUCCESS]
+    assert registry.get_sample_value("t_request_latency_seconds_count",
+                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 1
+    inner.rejecting = True
+    assert timed.reject_request()
+
+
+def test_latency_wrappers_only_when_metrics_are_on(tmp_path: str) -> None:
+    broker = BrokerController(BrokerConfig(brokerName="b", namesrvAddr=None, brokerIP1="127.0.0.1",
+                                           rocketmqHome=str(tmp_path)),
+                              NettyServerConfig(listenPort=0, bindAddress="127.0.0.1"),
+                              MessageStoreConfig(storePathRootDir=os.path.join(str(tmp_path), "store")))
+    codes = (RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE, RequestCode.GET_BROKER_RUNTIME_INFO)
+    before = {c: broker.remoting_server.processors.processor_for(c) for c in codes}
+    assert not any(isinstance(p, TimedProcessor) for p in before.values())
+    assert "pull" not in vars(broker.pull_processor)  # the class's own method, no wrapper
+    metrics = BrokerMetrics(broker, -1, "127.0.0.1")
+    for server in (broker.remoting_server, broker.fast_server):
+        assert isinstance(server.processors.processor_for(RequestCode.SEND_MESSAGE_V2), TimedProcessor)
+    assert "pull" in vars(broker.pull_processor)
+    assert metrics.server is None  # port -1: collectors for an embedding registry, no HTTP server
+
+
+def test_log_file_rotates(tmp_path: str) -> None:
+    log_dir = os.path.join(str(tmp_path), "logs")
+    level = logging.getLogger().level
+    try:
+        path = setup_logging("unit", "INFO", log_dir, max_bytes=400, backup_count=2)
+        assert path == os.path.join(log_dir, "unit.log")
+        log = logging.getLogger("rocketmq.unit")
+        for i in range(60):
+            log.info("line %d with some padding to fill the file", i)
+        files = sorted(os.listdir(log_dir))
+        assert files == ["unit.log", "unit.log.1", "unit.log.2"]
+        with open(path) as f:
+            assert "line 59" in f.read()
+        with pytest.raises(ValueError, match="LOUD"):
+            setup_logging("unit", "LOUD", log_dir)
+    finally:
+        reset_logging()
+        logging.getLogger().setLevel(level)

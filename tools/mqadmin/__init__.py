@@ -1,0 +1,17 @@
+"""``mqadmin``: RocketMQ's admin commands against any NameServer (``-n`` or ``NAMESRV_ADDR``)."""
+
+from __future__ import annotations
+
+from tools import benchmark
+from tools.mqadmin import cluster_commands, consumer_commands, message_commands, topic_commands
+from tools.mqadmin.app import app
+from tools.mqadmin.common import main_entry
+
+# `mqadmin benchmark produce|consume` is mqbench under mqadmin, for those who look for it there.
+app.add_typer(benchmark.app, name="benchmark", help="Benchmark producer and consumer (same as mqbench)")
+
+__all__ = ["app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands"]
+
+
+def main() -> None:
+    main_entry(app, "mqadmin")

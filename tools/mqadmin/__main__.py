@@ -1,0 +1,3 @@
+from tools.mqadmin import main
+
+main()

@@ -1,0 +1,216 @@
+"""Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig,
+wipeWritePerm, updateKvConfig, deleteKvConfig, clusterRT."""
+
+from __future__ import annotations
+
+import time
+
+import typer
+
+from client.admin import Admin
+from client.message import Message
+from client.producer import Producer
+from remoting.protocol.route import MASTER_ID
+from tools.mqadmin.app import app
+from tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, emit_kv, run_admin
+
+
+def _require_target(broker_addr: str | None, cluster: str | None) -> None:
+    if not broker_addr and not cluster:
+        raise CommandError("one of -b brokerAddr or -c clusterName is required")
+
+
+@command(app, "clusterList", "List cluster infos")
+def cluster_list(
+    cluster: str | None = typer.Option(None, "-c", "--clusterName", help="which cluster"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    async def job(admin: Admin) -> list[dict[str, object]]:
+        info = await admin.examine_broker_cluster_info()
+        if cluster and cluster not in info.clusterAddrTable:
+            raise CommandError(f"cluster {cluster} not found (known: {', '.join(sorted(info.clusterAddrTable))})")
+        rows: list[dict[str, object]] = []
+        for cluster_name, broker_names in sorted(info.clusterAddrTable.items()):
+            if cluster and cluster_name != cluster:
+                continue
+            for name in sorted(broker_names):
+                data = info.brokerAddrTable.get(name)
+                for broker_id, addr in sorted((data.brokerAddrs if data else {}).items()):
+                    try:
+                        stats = await admin.fetch_broker_runtime_stats(addr)
+                    except Exception:  # a broker that does not answer is still listed, like Java
+                        stats = {}
+                    rows.append({"cluster": cluster_name, "brokerName": name, "brokerId": broker_id, "addr": addr,
+                                 "version": stats.get("brokerVersionDesc", "-"), "putTps": stats.get("putTps", "-"),
+                                 "getTps": stats.get("getTotalTps", "-"),
+                                 "diskRatio": stats.get("commitLogDiskRatio", "-")})
+        return rows
+
+    rows = run_admin(namesrv, job)
+    emit(as_json, rows, ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS", "#OutTPS",
+                         "#SPACE"),
+         [(r["cluster"], r["brokerName"], r["brokerId"], r["addr"], r["version"], r["putTps"], r["getTps"],
+           r["diskRatio"]) for r in rows])
+
+
+@command(app, "brokerStatus", "Fetch broker runtime status data")
+def broker_status(
+    broker_addr: str | None = typer.Option(None, "-b", "--brokerAddr", help="Broker address"),
+    cluster: str | None = typer.Option(None, "-c", "--clusterName", help="which cluster"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    _require_target(broker_addr, cluster)
+
+    async def job(admin: Admin) -> dict[str, dict[str, str]]:
+        return {addr: await admin.fetch_broker_runtime_stats(addr)
+                for addr in await admin.broker_addrs(broker_addr, cluster)}
+
+    result = run_admin(namesrv, job)
+    if as_json:
+        emit(True, result)
+        return
+    for addr, stats in result.items():
+        emit_kv(False, stats, title=addr)
+
+
+@command(app, "getBrokerConfig", "Get broker config by cluster or special broker")
+def get_broker_config(
+    broker_addr: str | None = typer.Option(None, "-b", "--brokerAddr", help="get which broker"),
+    cluster: str | None = typer.Option(None, "-c", "--clusterName", help="get which cluster"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    _require_target(broker_addr, cluster)
+
+    async def job(admin: Admin) -> dict[str, dict[str, str]]:
+        return {addr: await admin.get_broker_config(addr) for addr in await admin.broker_addrs(broker_addr, cluster)}
+
+    result = run_admin(namesrv, job)
+    if as_json:
+        emit(True, result)
+        return
+    for addr, props in result.items():
+        typer.echo(f"============{addr}============")
+        for key, value in sorted(props.items()):
+            typer.echo(f"{key:<50s}=  {value}")
+
+
+@command(app, "updateBrokerConfig", "Update broker's config")
+def update_broker_config(
+    key: str = typer.Option(..., "-k", "--key", help="config key"),
+    value: str = typer.Option(..., "-v", "--value", help="config value"),
+    broker_addr: str | None = typer.Option(None, "-b", "--brokerAddr", help="update which broker"),
+    cluster: str | None = typer.Option(None, "-c", "--clusterName", help="update which cluster"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    _require_target(broker_addr, cluster)
+
+    async def job(admin: Admin) -> list[str]:
+        addrs = await admin.broker_addrs(broker_addr, cluster)
+        for addr in addrs:
+            await admin.update_broker_config(addr, {key: value})
+        return addrs
+
+    addrs = run_admin(namesrv, job)
+    if as_json:
+        emit(True, {"brokers": addrs, "key": key, "value": value})
+    else:
+        for addr in addrs:
+            typer.echo(f"update broker config success, {addr}")
+
+
+@command(app, "wipeWritePerm", "Wipe write perm of broker in all name server")
+def wipe_write_perm(
+    broker_name: str = typer.Option(..., "-b", "--brokerName", help="broker name"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    counts = run_admin(namesrv, lambda a: a.wipe_write_perm_of_broker(broker_name))
+    if as_json:
+        emit(True, counts)
+        return
+    for addr, count in counts.items():
+        typer.echo(f"wipe write perm of broker[{broker_name}] in name server[{addr}] OK, {count}")
+
+
+@command(app, "updateKvConfig", "Create or update KV config")
+def update_kv_config(
+    namespace: str = typer.Option(..., "-s", "--namespace", help="set the namespace"),
+    key: str = typer.Option(..., "-k", "--key", help="set the key name"),
+    value: str = typer.Option(..., "-v", "--value", help="set the key value"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    run_admin(namesrv, lambda a: a.put_kv_config(namespace, key, value))
+    if as_json:
+        emit(True, {"namespace": namespace, "key": key, "value": value})
+    else:
+        typer.echo("create or update kv config to namespace success.")
+
+
+@command(app, "deleteKvConfig", "Delete KV config")
+def delete_kv_config(
+    namespace: str = typer.Option(..., "-s", "--namespace", help="set the namespace"),
+    key: str = typer.Option(..., "-k", "--key", help="set the key name"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    async def job(admin: Admin) -> None:
+        if await admin.get_kv_config(namespace, key) is None:
+            raise CommandError(f"no KV config {namespace}/{key}")
+        await admin.delete_kv_config(namespace, key)
+
+    run_admin(namesrv, job)
+    if as_json:
+        emit(True, {"namespace": namespace, "key": key, "deleted": True})
+    else:
+        typer.echo("delete kv config from namespace success.")
+
+
+@command(app, "clusterRT", "List all clusters message send RT")
+def cluster_rt(
+    amount: int = typer.Option(100, "-a", "--amount", help="message amount per broker"),
+    size: int = typer.Option(128, "-s", "--size", help="message size in bytes"),
+    cluster: str | None = typer.Option(None, "-c", "--cluster", help="cluster name"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Send ``amount`` messages to each master's own broker topic (named after the broker, as
+    Java's ClusterSendMsgRTCommand does) and report the mean send RT per broker."""
+    if amount <= 0 or size <= 0:
+        raise CommandError("-a and -s must be positive")
+
+    async def job(admin: Admin) -> list[dict[str, object]]:
+        info = await admin.examine_broker_cluster_info()
+        if cluster and cluster not in info.clusterAddrTable:
+            raise CommandError(f"cluster {cluster} not found")
+        rows: list[dict[str, object]] = []
+        async with Producer("PID_SMSC_RT", admin.config.namesrv_addr, send_msg_timeout=3.0,
+                            retry_times_when_send_failed=0) as producer:
+            for cluster_name, names in sorted(info.clusterAddrTable.items()):
+                if cluster and cluster_name != cluster:
+                    continue
+                for name in sorted(names):
+                    if MASTER_ID not in info.brokerAddrTable[name].brokerAddrs:
+                        continue
+                    ok = failed = 0
+                    spent = 0.0
+                    for _ in range(amount):
+                        started = time.perf_counter()
+                        try:
+                            await producer.send(Message(name, b"x" * size))
+                            ok += 1
+                            spent += time.perf_counter() - started
+                        except Exception:
+                            failed += 1
+                    rows.append({"cluster": cluster_name, "brokerName": name,
+                                 "rtMs": round(spent * 1000 / ok, 3) if ok else None,
+                                 "successCount": ok, "failCount": failed})
+        return rows
+
+    rows = run_admin(namesrv, job)
+    emit(as_json, rows, ("#Cluster Name", "#Broker Name", "#RT(ms)", "#successCount", "#failCount"),
+         [(r["cluster"], r["brokerName"], r["rtMs"], r["successCount"], r["failCount"]) for r in rows])
