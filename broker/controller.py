@@ -24,9 +24,11 @@ from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.queue_lock import QueueLockProcessor
 from broker.processors.send import SendMessageProcessor
+from broker.processors.send_back import SendMessageBackProcessor
 from broker.producer_manager import ProducerManager
 from broker.pull_hold import PullRequestHoldService
 from broker.rebalance_lock_manager import RebalanceLockManager
+from broker.schedule_message_service import ScheduleMessageService
 from broker.stats import BrokerStats
 from broker.subscription_group_manager import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
@@ -36,7 +38,7 @@ from remoting.protocol.route import RegisterBrokerBody
 from remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
 from remoting.server import RemotingServer
 from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
+from store.config import BrokerRole, MessageStoreConfig
 from store.message_store import DefaultMessageStore
 
 log = logging.getLogger("rocketmq.broker")
@@ -68,6 +70,7 @@ class BrokerController:
         self.consumer_manager = ConsumerManager(self._on_consumer_ids_changed, expiry)
         self.rebalance_lock_manager = RebalanceLockManager(cfg.rebalanceLockMaxLiveTime / 1000)
         self.message_store = DefaultMessageStore(self.store_config, self._on_message_arriving)
+        self.schedule_message_service = ScheduleMessageService(self.message_store)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
                                                 self.message_store.get_max_offset_in_queue,
@@ -90,7 +93,8 @@ class BrokerController:
     def _register_processors(self) -> None:
         for server in (self.remoting_server, self.fast_server):
             for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
-                              ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self)):
+                              ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
+                              SendMessageBackProcessor(self)):
                 processor.register(server)
         # Pulls go to the main port only: the fast port exists so sends never queue behind them.
         self.pull_processor.register(self.remoting_server)
@@ -126,7 +130,8 @@ class BrokerController:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for manager in (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager):
+        for manager in (self.topic_config_manager, self.subscription_group_manager, self.consumer_offset_manager,
+                        self.schedule_message_service):
             if not manager.load():
                 raise RuntimeError(f"{manager.config_file_path()} and its backup are both unreadable")
         await self.message_store.load()
@@ -140,6 +145,8 @@ class BrokerController:
             self.fast_server.config.port = 0
             await self.fast_server.start()
         self.pull_hold.start()
+        if self.store_config.brokerRole != BrokerRole.SLAVE:
+            self.schedule_message_service.start()
         loop = asyncio.get_running_loop()
         self._register_wakeup = asyncio.Event()
         await self.register_broker_all()
@@ -225,5 +232,6 @@ class BrokerController:
         self.consumer_offset_manager.persist()
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
+        await self.schedule_message_service.shutdown()
         await self.message_store.shutdown()
         log.info("broker %s shut down, store at %s", cfg.brokerName, self.store_config.storePathRootDir)

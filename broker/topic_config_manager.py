@@ -17,12 +17,17 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from broker.config_manager import ConfigManager
-from remoting.protocol.topic import DataVersion, PermName, TopicConfig, TopicConfigSerializeWrapper
+from remoting.protocol.topic import (
+    DataVersion,
+    PermName,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
+from store.config import SCHEDULE_TOPIC
 
 log = logging.getLogger("rocketmq.broker")
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 BENCHMARK_TOPIC = "BenchmarkTest"
@@ -30,8 +35,6 @@ RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 
@@ -39,14 +42,11 @@ TOPIC_MAX_LENGTH = 127
 _TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 RW = PermName.PERM_READ | PermName.PERM_WRITE
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
+# A dead-letter topic takes writes (send-back, direct sends past max reconsume times) but is not
+# consumed by default: admin tools find its messages by key or id, and an operator who wants to
+# replay them grants READ with updateTopicPerm.
+DLQ_PERM = PermName.PERM_WRITE
+DLQ_NUMS_PER_GROUP = 1
 
 
 def validate_topic(topic: str) -> str | None:

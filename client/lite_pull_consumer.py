@@ -51,7 +51,7 @@ from remoting.protocol.heartbeat import (
     SubscriptionData,
 )
 from remoting.protocol.message import MessageConst, MessageExt, decode_records, java_string_hash
-from remoting.protocol.topic import PermName
+from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
 log = logging.getLogger("rocketmq.client")
 
@@ -467,7 +467,8 @@ class LitePullConsumer:
             return committed
         if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
-        if self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not mq.topic.startswith("%RETRY%"):
+        if (self.consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+                and not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
             return await self._offset_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq,
                                               {"timestamp": str(self.consume_timestamp)})
         return await self._offset_request(RequestCode.GET_MAX_OFFSET, mq)

@@ -40,7 +40,7 @@ from remoting.protocol.message import (
     string_to_properties,
 )
 from remoting.protocol.route import MASTER_ID, TopicRouteData
-from remoting.protocol.topic import PermName
+from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
 log = logging.getLogger("rocketmq.client")
 
@@ -229,7 +229,7 @@ class Producer:
                 raise MessageValidationError("the topic of the messages in one batch should be the same")
             if m.delay_time_level > 0:
                 raise MessageValidationError("TimeDelayLevel is not supported for batching")
-            if m.topic.startswith("%RETRY%"):
+            if m.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise MessageValidationError("Retry Group is not supported for batching")
             props = m.to_properties()
             props.pop(MessageConst.WAIT_STORE_MSG_OK, None)

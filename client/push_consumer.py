@@ -13,9 +13,16 @@ queue at a time, in order, retrying a failed message in place.
 Orderly consumers lock their queues at the broker (LOCK_BATCH_MQ), renew every 20 s, treat a
 lock as lost 30 s after its last grant, and unlock queues they give up.
 
-Failed messages: the broker's retry topic path (CONSUMER_SEND_MSG_BACK) arrives with issue 9;
-until then a message the listener fails is retried here, after ``local_retry_delay``, up to
-``max_reconsume_times``, and every local retry is logged as such.
+Failed messages (behaviours.md §4). A clustering consumer also subscribes to its group's
+``%RETRY%`` topic. A message a concurrent listener fails is handed back to the broker
+(CONSUMER_SEND_MSG_BACK), which redelivers it through the retry topic after a growing delay and,
+past ``max_reconsume_times`` (16), moves it to the group's ``%DLQ%`` topic; only when the broker
+cannot be reached is it retried here, after ``local_retry_delay``. Messages from the retry topic
+reach the listener under their original topic and message id, with ``reconsume_times`` counting
+the deliveries before. An orderly listener's failure suspends its queue and retries in place (no
+later message overtakes it) up to ``max_reconsume_times`` (unlimited by default, as in Java),
+then the message is sent to the DLQ and the queue moves on. Broadcasting consumers drop failed
+messages with a log line.
 """
 
 from __future__ import annotations
@@ -29,25 +36,33 @@ from enum import Enum
 from client.allocate import MessageQueue
 from client.errors import MQClientError
 from client.instance import MQClientInstance
-from client.lite_pull_consumer import LitePullConsumer, _QueueState
+from client.lite_pull_consumer import LitePullConsumer, _QueueState, build_subscription
 from client.running_info import process_queue_info
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
 from remoting.protocol.heartbeat import (
+    SUB_ALL,
     ConsumerData,
     ConsumeType,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    MessageModel,
     MessageQueueBody,
 )
-from remoting.protocol.message import MessageExt
+from remoting.protocol.message import MessageConst, MessageExt
+from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 log = logging.getLogger("rocketmq.client")
 
 # rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (behaviours.md §8).
 LOCK_INTERVAL = 20.0
 CLIENT_LOCK_MAX_LIVE_TIME = 30.0
+# DefaultMQPushConsumer.maxReconsumeTimes = -1: 16 for concurrent listeners, Integer.MAX_VALUE
+# for orderly ones; send-back calls time out after 5 s.
+DEFAULT_MAX_RECONSUME_TIMES = 16
+ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1
+SEND_BACK_TIMEOUT = 5.0
 # DefaultMQPushConsumerImpl.PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL.
 PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
 
@@ -105,7 +120,7 @@ OrderlyListener = Callable[[list[MessageExt]], Awaitable[ConsumeOrderlyStatus]]
 
 class PushConsumer(LitePullConsumer):
     def __init__(self, group: str, namesrv_addr: str | None = None, *, consume_concurrency: int = 20,
-                 max_reconsume_times: int = 16, local_retry_delay: float = 1.0,
+                 max_reconsume_times: int | None = None, local_retry_delay: float = 5.0,
                  suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
                  pull_threshold_for_queue: int = 1000, pull_threshold_size_for_queue: int = 100,
                  pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
@@ -140,9 +155,19 @@ class PushConsumer(LitePullConsumer):
     def register_orderly_listener(self, listener: OrderlyListener) -> None:
         self._orderly = listener
 
+    @property
+    def effective_max_reconsume_times(self) -> int:
+        """Java's -1 default: 16 for concurrent listeners, unlimited for orderly ones."""
+        if self.max_reconsume_times is not None:
+            return self.max_reconsume_times
+        return ORDERLY_MAX_RECONSUME_TIMES if self._orderly is not None else DEFAULT_MAX_RECONSUME_TIMES
+
     async def start(self) -> None:
         if self._listener is None and self._orderly is None:
             raise ValueError("register a message listener before start()")
+        if self.message_model == MessageModel.CLUSTERING:
+            # Java's copySubscription: failed messages come back through the group's retry topic.
+            self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
         await super().start()
         if self._orderly is not None:
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
@@ -286,6 +311,9 @@ class PushConsumer(LitePullConsumer):
         return count, size
 
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+        if state.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            for msg in msgs:  # Java's resetRetryAndNamespace: the listener sees the original topic
+                msg.topic = msg.properties.get(MessageConst.RETRY_TOPIC) or msg.topic
         if self._orderly is not None:
             # One batch of a queue at a time, in order: the next pull waits for it.
             await self._consume_orderly(state, msgs)
@@ -304,12 +332,12 @@ class PushConsumer(LitePullConsumer):
             task.add_done_callback(self._consuming.discard)
 
     async def _consume_and_ack(self, state: _QueueState, pq: ProcessQueue, msg: MessageExt) -> None:
-        await self._consume_one(msg)
+        await self._consume_one(state.mq, msg)
         offset = pq.remove(msg)
         if self._queues.get(state.mq) is state:  # not a queue rebalanced away meanwhile
             state.consumed_offset = max(state.consumed_offset, offset)
 
-    async def _consume_one(self, msg: MessageExt) -> None:
+    async def _consume_one(self, mq: MessageQueue, msg: MessageExt) -> None:
         assert self._listener is not None
         while True:
             async with self._slots:
@@ -320,14 +348,39 @@ class PushConsumer(LitePullConsumer):
                     status = ConsumeConcurrentlyStatus.RECONSUME_LATER
             if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
                 return
-            if msg.reconsume_times >= self.max_reconsume_times:
-                log.warning("message %s failed %d times, giving up (dead-letter handling comes with broker retries)",
-                            msg.msg_id, msg.reconsume_times + 1)
+            if self.message_model == MessageModel.BROADCASTING:
+                log.warning("BROADCASTING, the message %s consume failed, drop it", msg.msg_id)
                 return
+            if await self.send_message_back(mq, msg, 0):
+                return
+            # The broker could not take it back: consume it again here, later (Java's last resort).
             msg.reconsume_times += 1
-            log.info("message %s failed; retrying locally in %.1fs (reconsumeTimes=%d): broker send-back is not "
-                     "available yet", msg.msg_id, self.local_retry_delay, msg.reconsume_times)
+            log.info("message %s could not be sent back; retrying locally in %.1fs (reconsumeTimes=%d)",
+                     msg.msg_id, self.local_retry_delay, msg.reconsume_times)
             await asyncio.sleep(self.local_retry_delay)
+
+    async def send_message_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int) -> bool:
+        """CONSUMER_SEND_MSG_BACK to the broker the message came from; False when it failed.
+
+        ``delay_level`` 0 lets the broker pick ``3 + reconsumeTimes``; -1 sends it to the DLQ.
+        """
+        instance = self._instance
+        if instance is None:
+            return False
+        header = {"offset": str(msg.commit_log_offset), "group": self.group, "delayLevel": str(delay_level),
+                  "originMsgId": msg.msg_id, "originTopic": msg.topic, "unitMode": "false",
+                  "maxReconsumeTimes": str(self.effective_max_reconsume_times), "bname": mq.broker_name}
+        try:
+            addr = await instance.master_addr(mq.topic, mq.broker_name)
+            r = await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK,
+                                                                             header), SEND_BACK_TIMEOUT)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("send message back %s to %s failed: %s", msg.msg_id, mq.broker_name, exc)
+            return False
+        if r.code != ResponseCode.SUCCESS:
+            log.warning("send message back %s refused: %s %s", msg.msg_id, r.code, r.remark)
+            return False
+        return True
 
     async def _consume_orderly(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         assert self._orderly is not None
@@ -344,6 +397,11 @@ class PushConsumer(LitePullConsumer):
                     log.exception("consumeMessage exception, group %s msg %s", self.group, msg.msg_id)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
                 if status == ConsumeOrderlyStatus.SUCCESS:
+                    break
+                if msg.reconsume_times >= self.effective_max_reconsume_times and \
+                        await self.send_message_back(state.mq, msg, -1):
+                    log.warning("message %s failed %d times in order; moved to the DLQ of %s", msg.msg_id,
+                                msg.reconsume_times + 1, self.group)
                     break
                 msg.reconsume_times += 1
                 # The queue is suspended in place: later messages wait, so order holds.

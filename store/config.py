@@ -8,7 +8,26 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# ScheduleMessageService's units for messageDelayLevel items ("1s", "2m", "1h", "1d").
+_DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# SCHEDULE_TOPIC_XXXX (TopicValidator.RMQ_SYS_SCHEDULE_TOPIC): delayed messages wait in its
+# queue ``level - 1``; the store writes their delivery time in the consume-queue tag field.
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+
+def parse_delay_levels(text: str) -> dict[int, int]:
+    """Level (1-based) -> delay in ms; ValueError names the first item that is not ``<int><s|m|h|d>``."""
+    table = {}
+    for level, item in enumerate(text.split(), start=1):
+        unit = _DELAY_UNITS_MS.get(item[-1:])
+        if unit is None or not item[:-1].isdigit():
+            raise ValueError(f"messageDelayLevel item {item!r} is not a number followed by s, m, h or d")
+        table[level] = int(item[:-1]) * unit
+    if not table:
+        raise ValueError("messageDelayLevel is empty")
+    return table
 
 
 class FlushDiskType(StrEnum):
@@ -64,6 +83,13 @@ class MessageStoreConfig(BaseModel):
     maxTransferCountOnMessageInMemory: int = 32
     defaultQueryMaxNum: int = 32
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    flushDelayOffsetInterval: int = 10000
+
+    @field_validator("messageDelayLevel")
+    @classmethod
+    def _check_delay_levels(cls, value: str) -> str:
+        parse_delay_levels(value)
+        return value
 
     def commit_log_dir(self) -> str:
         return self.storePathCommitLog or os.path.join(self.storePathRootDir, "commitlog")

@@ -27,7 +27,7 @@ from remoting.protocol.message import (
 )
 from store.checkpoint import StoreCheckpoint
 from store.commit_log import AppendMessageResult, AppendMessageStatus, CommitLog, MessageExtBrokerInner
-from store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
 from store.index_file import IndexService
@@ -131,6 +131,7 @@ class DefaultMessageStore:
         self._index_inline = config.messageIndexEnable
         # Read on every put; the flush type is fixed for a store's life, as in Java.
         self.sync_flush = config.flushDiskType == FlushDiskType.SYNC_FLUSH
+        self.delay_level_table = parse_delay_levels(config.messageDelayLevel)
         self.index_dispatch: IndexDispatchProcess | None = None
         self.message_arriving_listener = message_arriving_listener
         self.shutdown_flag = True
@@ -480,7 +481,11 @@ class DefaultMessageStore:
             cq = queues.get(msg.queue_id) if queues is not None else None
             if cq is None:
                 cq = self.find_consume_queue(msg.topic, msg.queue_id)
-            cq.put_message_position_info(msg.commit_log_offset, size, msg.tags_code, msg.queue_offset)
+            tags_code = msg.tags_code
+            if msg.topic == SCHEDULE_TOPIC:
+                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
+                tags_code = msg.store_timestamp + self.delay_level_table.get(msg.queue_id + 1, 0)
+            cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
             if notify and self.message_arriving_listener is not None:
                 self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
                                                msg.store_timestamp)

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
     """True as soon as ``predicate()`` holds; False if it still does not after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(interval)
+    return True
+
+
+async def wait_for_async(predicate: Callable[[], Awaitable[bool]], timeout: float, interval: float = 0.1) -> bool:
+    """``wait_until`` for a condition that needs a request to check (a broker's offsets, a query)."""
+    deadline = time.monotonic() + timeout
+    while not await predicate():
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(interval)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from broker.client_channel import ClientChannelInfo
-from broker.topic_config_manager import retry_topic
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.connection import RemotingConnection
@@ -18,7 +17,7 @@ from remoting.protocol.heartbeat import (
     HeartbeatData,
     UnregisterClientRequestHeader,
 )
-from remoting.protocol.topic import PermName
+from remoting.protocol.topic import PermName, retry_topic
 from remoting.server import RemotingServer
 
 if TYPE_CHECKING:

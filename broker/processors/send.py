@@ -12,14 +12,14 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
+from broker.schedule_message_service import DelayLevelError
 from broker.topic_config_manager import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
+    DLQ_NUMS_PER_GROUP,
+    DLQ_PERM,
     SCHEDULE_TOPIC,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
-    dlq_topic,
     validate_topic,
 )
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
@@ -28,6 +28,9 @@ from remoting.connection import RemotingConnection
 from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.protocol.message import (
     MULTI_TAGS_FLAG,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
     RecordError,
     decode_batch,
@@ -35,7 +38,14 @@ from remoting.protocol.message import (
     string_to_properties,
     tags_string_to_tags_code,
 )
-from remoting.protocol.topic import PermName, TopicConfig, TopicFilterType
+from remoting.protocol.topic import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    PermName,
+    TopicConfig,
+    TopicFilterType,
+    dlq_topic,
+)
 from remoting.server import RemotingServer
 from store.commit_log import MessageExtBrokerInner
 from store.message_store import PutMessageResult, PutMessageStatus
@@ -71,6 +81,8 @@ _STATUS_TO_CODE = {
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
+# Delay levels apply to plain and committed messages; a half message waits for its outcome first.
+_DELAYABLE = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _READ_V1 = SendMessageRequestHeader.decoder()
 _READ_V2 = SendMessageRequestHeaderV2.decoder()
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
@@ -186,12 +198,27 @@ class SendMessageProcessor:
                                     f"the broker[{self.broker.broker_config.brokerIP1}] sending transaction message "
                                     "is forbidden")
         wait = props.pop(MessageConst.WAIT_STORE_MSG_OK, "true") != "false"
+        answered_queue_id = queue_id
+        if MessageConst.DELAY_TIME_LEVEL in props and header.sysFlag & TRANSACTION_ROLLBACK_TYPE in _DELAYABLE:
+            parked = self._park_delayed(request, props, topic, queue_id)
+            if isinstance(parked, RemotingCommand):
+                return parked
+            topic, queue_id = parked
         inner = self._inner(conn, header, topic, queue_id, request.body or b"", header.flag, props, topic_config)
         store = self.broker.message_store
         result = store.append_message(inner)
         if wait and store.sync_flush:
             result = await store.synced(result)
-        return self._response(request, result, queue_id)
+        return self._response(request, result, answered_queue_id)
+
+    def _park_delayed(self, request: RemotingCommand, props: dict[str, str], topic: str,
+                      queue_id: int) -> tuple[str, int] | RemotingCommand:
+        schedule = self.broker.schedule_message_service
+        try:
+            level = schedule.delay_level_of(props)
+        except DelayLevelError as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+        return schedule.park(props, topic, queue_id, level) if level else (topic, queue_id)
 
     def _handle_retry_and_dlq(self, request: RemotingCommand, header: SendMessageRequestHeader,
                               props: dict[str, str]) -> str | RemotingCommand | None:
@@ -207,8 +234,8 @@ class SendMessageProcessor:
         if (header.reconsumeTimes or 0) < max_times:
             return None
         dlq = dlq_topic(group)
-        self.broker.topic_config_manager.create_topic_in_send_message_back_method(
-            dlq, 1, PermName.PERM_READ | PermName.PERM_WRITE)
+        self.broker.topic_config_manager.create_topic_in_send_message_back_method(dlq, DLQ_NUMS_PER_GROUP, DLQ_PERM)
+        props.pop(MessageConst.DELAY_TIME_LEVEL, None)
         log.info("message reconsumed %s times, moved to %s", header.reconsumeTimes, dlq)
         return dlq
 

@@ -70,6 +70,21 @@ class SendMessageResponseHeader(CommandHeader):
 
 
 @dataclass
+class ConsumerSendMsgBackRequestHeader(CommandHeader):
+    """CONSUMER_SEND_MSG_BACK (headers.md §4): ``delayLevel`` 0 lets the broker choose
+    ``3 + reconsumeTimes``, a negative level sends the message straight to the DLQ."""
+
+    offset: int
+    group: str
+    delayLevel: int
+    originMsgId: str | None = None
+    originTopic: str | None = None
+    unitMode: bool | None = None
+    maxReconsumeTimes: int | None = None
+    bname: str | None = None
+
+
+@dataclass
 class PullMessageRequestHeader(CommandHeader):
     consumerGroup: str
     topic: str

@@ -13,6 +13,19 @@ from pydantic import Field
 
 from remoting.protocol.json_body import JsonBody
 
+# MixAll's group topics: failed messages of a consumer group come back through its retry topic
+# and end in its dead-letter topic.
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
 
 class PermName:
     """Permission bits of a topic or broker (behaviours.md §6)."""

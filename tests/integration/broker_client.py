@@ -17,8 +17,9 @@ from remoting.protocol.message import BatchEntry, MessageConst, encode_batch, pr
 
 
 def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
-                 v2: bool = True, uniq: str | None = None, group: str = "test_producer") -> RemotingCommand:
-    props = {MessageConst.WAIT_STORE_MSG_OK: "true"}
+                 v2: bool = True, uniq: str | None = None, group: str = "test_producer",
+                 properties: dict[str, str] | None = None) -> RemotingCommand:
+    props = {MessageConst.WAIT_STORE_MSG_OK: "true", **(properties or {})}
     if tags:
         props[MessageConst.TAGS] = tags
     if keys:

@@ -6,10 +6,9 @@ from broker.topic_config_manager import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     SCHEDULE_TOPIC,
     TopicConfigManager,
-    retry_topic,
     validate_topic,
 )
-from remoting.protocol.topic import PermName, TopicConfig
+from remoting.protocol.topic import PermName, TopicConfig, retry_topic
 
 
 def test_system_topics_exist_at_start(tmp_path: str) -> None:
