@@ -59,7 +59,9 @@ def setup_logging(daemon: str, level: str = "INFO", log_dir: str | None = None, 
         file_handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backup_count,
                                                             encoding="utf-8")
         file_handler.setFormatter(formatter)
-        _installed.append(file_handler)
+        # Before the console: whoever sees a line on the console (a test waiting for the boot
+        # line, an operator) finds it in the file too.
+        _installed.insert(0, file_handler)
     for handler in _installed:
         root.addHandler(handler)
     root.setLevel(numeric)

@@ -62,6 +62,7 @@ class AdminBrokerProcessor:
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
             RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
@@ -189,6 +190,10 @@ class AdminBrokerProcessor:
 
     async def get_all_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(body=self.broker.consumer_offset_manager.encode().encode())
+
+    async def get_all_delay_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """delayOffset.json's content: how far each delay level has delivered."""
+        return request.response(body=self.broker.schedule_message_service.encode().encode())
 
     async def reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """Compute each queue's offset for the timestamp, store it, and tell the live consumers."""

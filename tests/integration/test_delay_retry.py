@@ -84,6 +84,12 @@ async def test_levels_one_to_four_arrive_on_time(cluster: tuple[Daemon, Daemon])
         assert level - 0.001 <= waited <= level + 1.0, f"level {level} arrived after {waited:.3f} s"
         assert m.topic == "DelayTopic" and m.properties[MessageConst.REAL_TOPIC] == "DelayTopic"
         assert m.store_timestamp - m.born_timestamp >= level * 1000
+    client = RemotingClient()
+    try:
+        r = await call(client, cluster[1].addr, RequestCode.GET_ALL_DELAY_OFFSET)
+    finally:
+        await client.close()
+    assert json.loads(r.body or b"{}")["offsetTable"] == {"1": 3, "2": 3, "3": 3, "4": 3}
 
 
 async def test_level_beyond_the_table_is_clamped_and_bad_levels_refused(cluster: tuple[Daemon, Daemon],
