@@ -74,6 +74,10 @@ def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
     return sub
 
 
+# How soon a rebalance looks again for a subscribed topic that had no route.
+UNROUTED_REBALANCE_INTERVAL = 1.0
+
+
 @dataclass
 class _QueueState:
     mq: MessageQueue
@@ -126,6 +130,7 @@ class LitePullConsumer:
         self._instance: MQClientInstance | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
+        self._unrouted = False
         self.start_timestamp = 0
 
     # -- setup ------------------------------------------------------------------------------
@@ -332,6 +337,7 @@ class LitePullConsumer:
     async def rebalance(self) -> None:
         instance = self._require_started()
         wanted: list[MessageQueue] = []
+        self._unrouted = False
         for topic in self.subscriptions:
             allocated = await self._allocate_topic(instance, topic)
             if allocated is None:
@@ -351,6 +357,7 @@ class LitePullConsumer:
             route = instance.topic_route_table.get(topic)  # the cached route, as Java's table
             log.warning("rebalance: %s%s", exc, "; using the cached route" if route else "")
             if route is None:
+                self._unrouted = True
                 return None
         mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
                         if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
@@ -389,8 +396,12 @@ class LitePullConsumer:
         # Ends on shutdown by itself: on Python 3.11 wait_for may swallow a cancellation that
         # arrives as the event is set, and a loop that relied on it would never end.
         while self._instance is not None:
+            # A subscribed topic with no route yet (a retry topic the first heartbeat just
+            # created, a topic about to be made) is looked for again within a second, not 20.
+            wait = min(self.rebalance_interval, UNROUTED_REBALANCE_INTERVAL) if self._unrouted else \
+                self.rebalance_interval
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._rebalance_now.wait(), self.rebalance_interval)
+                await asyncio.wait_for(self._rebalance_now.wait(), wait)
             self._rebalance_now.clear()
             if self._instance is None:
                 return

@@ -315,12 +315,19 @@ class Producer:
 
     def _request(self, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int, props: dict[str, str],
                  code: int) -> RemotingCommand:
+        reconsume_times, max_reconsume_times = 0, None
+        if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            # A consumer re-sending a failed message itself: the broker reads the counts from the
+            # header (and moves the message to the DLQ past the max), as Java's producer sends them.
+            reconsume_times = int(props.get(MessageConst.RECONSUME_TIME) or 0)
+            raw_max = props.get(MessageConst.MAX_RECONSUME_TIMES)
+            max_reconsume_times = int(raw_max) if raw_max else None
         header = SendMessageRequestHeader(
             producerGroup=self.group, topic=mq.topic, defaultTopic=self.create_topic_key,
             defaultTopicQueueNums=self.default_topic_queue_nums, queueId=mq.queue_id, sysFlag=sys_flag,
             bornTimestamp=int(time.time() * 1000), flag=msg.flag, properties=properties_to_string(props),
-            reconsumeTimes=0, unitMode=False, batch=code == RequestCode.SEND_BATCH_MESSAGE or None,
-            bname=mq.broker_name)
+            reconsumeTimes=reconsume_times, unitMode=False, batch=code == RequestCode.SEND_BATCH_MESSAGE or None,
+            maxReconsumeTimes=max_reconsume_times, bname=mq.broker_name)
         return RemotingCommand.request(code, SendMessageRequestHeaderV2.from_v1(header), body)
 
     async def _send_to(self, instance: MQClientInstance, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int,

@@ -35,8 +35,10 @@ from enum import Enum
 
 from client.allocate import MessageQueue
 from client.errors import MQClientError
-from client.instance import MQClientInstance
+from client.instance import CLIENT_INNER_PRODUCER_GROUP, MQClientInstance
 from client.lite_pull_consumer import LitePullConsumer, _QueueState, build_subscription
+from client.message import Message
+from client.producer import Producer
 from client.running_info import process_queue_info
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -146,6 +148,7 @@ class PushConsumer(LitePullConsumer):
         self._listener: ConcurrentListener | None = None
         self._orderly: OrderlyListener | None = None
         self._slots = asyncio.Semaphore(consume_concurrency)
+        self._inner_producer: Producer | None = None
         # Orderly: queue -> when the broker last granted us its lock.
         self._locks: dict[MessageQueue, float] = {}
 
@@ -193,6 +196,9 @@ class PushConsumer(LitePullConsumer):
             except TimeoutError:
                 log.warning("unlock of %s's queues cut short by its shutdown timeout", self.group)
         await super().shutdown()
+        if self._inner_producer is not None:
+            await self._inner_producer.shutdown()
+            self._inner_producer = None
         self._stopping = False
 
     async def rebalance(self) -> None:
@@ -351,9 +357,9 @@ class PushConsumer(LitePullConsumer):
             if self.message_model == MessageModel.BROADCASTING:
                 log.warning("BROADCASTING, the message %s consume failed, drop it", msg.msg_id)
                 return
-            if await self.send_message_back(mq, msg, 0):
+            if await self.send_message_back(mq, msg, 0) or await self._resend_to_retry_topic(msg):
                 return
-            # The broker could not take it back: consume it again here, later (Java's last resort).
+            # Neither way back to the broker worked: consume it again here, later (Java's last resort).
             msg.reconsume_times += 1
             log.info("message %s could not be sent back; retrying locally in %.1fs (reconsumeTimes=%d)",
                      msg.msg_id, self.local_retry_delay, msg.reconsume_times)
@@ -379,6 +385,30 @@ class PushConsumer(LitePullConsumer):
             return False
         if r.code != ResponseCode.SUCCESS:
             log.warning("send message back %s refused: %s %s", msg.msg_id, r.code, r.remark)
+            return False
+        return True
+
+    async def _resend_to_retry_topic(self, msg: MessageExt) -> bool:
+        """Java's fallback when CONSUMER_SEND_MSG_BACK fails: send a copy to the retry topic
+        through the client's inner producer, delayed for level ``3 + reconsumeTimes``."""
+        props = dict(msg.properties)
+        props.pop(MessageConst.TRANSACTION_PREPARED, None)
+        props.setdefault(MessageConst.RETRY_TOPIC, msg.topic)
+        if not props.get(MessageConst.ORIGIN_MESSAGE_ID):
+            props[MessageConst.ORIGIN_MESSAGE_ID] = msg.msg_id
+        props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[MessageConst.MAX_RECONSUME_TIMES] = str(self.effective_max_reconsume_times)
+        props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+        copy = Message(retry_topic(self.group), msg.body, flag=msg.flag, properties=props,
+                       delay_time_level=3 + msg.reconsume_times)
+        try:
+            if self._inner_producer is None:
+                self._inner_producer = Producer(CLIENT_INNER_PRODUCER_GROUP, self.config.namesrv_addr,
+                                                instance_name=self.config.instance_name)
+                await self._inner_producer.start()
+            await self._inner_producer.send(copy)
+        except (MQClientError, RemotingError) as exc:
+            log.warning("re-sending %s to %s failed: %s", msg.msg_id, copy.topic, exc)
             return False
         return True
 

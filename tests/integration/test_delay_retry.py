@@ -180,6 +180,39 @@ async def test_failed_message_comes_back_with_reconsume_times_and_its_id(cluster
     assert attempts[1].store_timestamp - attempts[0].store_timestamp >= 3000
 
 
+async def test_when_send_back_fails_the_consumer_resends_to_its_retry_topic(
+        cluster: tuple[Daemon, Daemon], monkeypatch: pytest.MonkeyPatch) -> None:
+    ns = cluster[0].addr
+    async with Producer("pg_resend", ns) as p:
+        sent = await p.send(Message("ResendTopic", b"flaky", tags="T", keys="resend-1"))
+    attempts: list[tuple[float, MessageExt]] = []
+
+    async def refused(*args: object) -> bool:  # fault injection: the broker cannot take it back
+        return False
+
+    # The re-sent copy carries reconsumeTimes + 1 and the broker dead-letters it once that
+    # reaches the max (Java's rule for this path): with 2, one retry, then the DLQ.
+    c = PushConsumer("cg_resend", ns, consume_from_where=FIRST, max_reconsume_times=2)
+    monkeypatch.setattr(c, "send_message_back", refused)
+    c.subscribe("ResendTopic")
+    c.register_message_listener(recorder(attempts, ConsumeConcurrentlyStatus.RECONSUME_LATER))
+    async with c:
+        assert await wait_until(lambda: len(attempts) >= 2, 20)
+        async with Admin(ns) as admin:
+            found: list[MessageExt | None] = [None]
+
+            async def in_dlq() -> bool:
+                found[0] = await admin.query_message_by_unique_key("%DLQ%cg_resend", sent.msg_id)
+                return found[0] is not None
+
+            assert await wait_for_async(in_dlq, 10), "past max reconsume times the broker dead-letters the copy"
+    first, second = attempts[0][1], attempts[1][1]
+    assert (first.reconsume_times, second.reconsume_times) == (0, 1)
+    assert second.msg_id == sent.msg_id and second.topic == "ResendTopic" and second.tags == "T"
+    assert second.properties[MessageConst.RETRY_TOPIC] == "ResendTopic"
+    assert second.store_timestamp - first.store_timestamp >= 3000, "delayed for level 3 like a send-back"
+
+
 async def test_past_max_reconsume_times_the_message_is_a_dead_letter(cluster: tuple[Daemon, Daemon],
                                                                      client: RemotingClient) -> None:
     ns, broker = cluster[0].addr, cluster[1].addr
