@@ -187,6 +187,8 @@ class SendMessageProcessor:
                                     "is forbidden")
         wait = props.pop(MessageConst.WAIT_STORE_MSG_OK, "true") != "false"
         inner = self._inner(conn, header, topic, queue_id, request.body or b"", header.flag, props, topic_config)
+        if transactional:
+            self.broker.transaction_bridge.prepare_half_message(inner, props)
         store = self.broker.message_store
         result = store.append_message(inner)
         if wait and store.sync_flush:
