@@ -39,7 +39,7 @@ from remoting.protocol.route import RegisterBrokerBody
 from remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
 from remoting.server import RemotingServer
 from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
+from store.config import BrokerRole, MessageStoreConfig
 from store.message_store import DefaultMessageStore
 
 log = logging.getLogger("rocketmq.broker")
@@ -148,7 +148,7 @@ class BrokerController:
             self.fast_server.config.port = 0
             await self.fast_server.start()
         self.pull_hold.start()
-        if self.broker_config.brokerId == 0:
+        if self.store_config.brokerRole is not BrokerRole.SLAVE:
             # Only a master checks back: a slave's half queue is a copy (Java starts it on becoming master).
             self.transaction_check_service.start()
         loop = asyncio.get_running_loop()

@@ -27,6 +27,7 @@ from remoting.protocol.message import (
 )
 from remoting.protocol.transaction import EndTransactionRequestHeader
 from remoting.server import RemotingServer
+from store.config import BrokerRole
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -64,11 +65,12 @@ class EndTransactionProcessor:
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         header = _READ(request.ext_fields or {})
-        if self.broker.broker_config.brokerId != 0:
+        if self.broker.store_config.brokerRole is BrokerRole.SLAVE:
             return request.response(ResponseCode.SLAVE_NOT_AVAILABLE,
-                                    "Store on a slave; END_TRANSACTION must go to the master")
+                                    "Message store is slave mode, so end transaction is forbidden.")
         outcome = _OUTCOMES.get(header.commitOrRollback)
         if outcome is None:
+            # Java silently answers nothing here; a clear error serves raw clients better.
             return request.response(ResponseCode.SYSTEM_ERROR,
                                     f"commitOrRollback {header.commitOrRollback} is not 0, 8 (commit) or 12 "
                                     "(rollback)")
@@ -88,7 +90,9 @@ class EndTransactionProcessor:
         assert half is not None
         if header.commitOrRollback == TRANSACTION_COMMIT_TYPE:
             inner = end_message_transaction(half, TRANSACTION_COMMIT_TYPE, self.broker.store_host)
-            result = await self.broker.message_store.put_message(inner)
+            # Java writes the committed message without waiting for a sync flush (waitStoreMsgOK
+            # false): the producer's END is oneway, nobody is waiting for the answer.
+            result = await self.broker.message_store.put_message(inner, wait_store_msg_ok=False)
             if not result.ok:
                 return request.response(ResponseCode.SYSTEM_ERROR,
                                         f"store the committed message failed: {result.status.value}")
