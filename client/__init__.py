@@ -1,4 +1,4 @@
-"""Python SDK: Producer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
+"""Python SDK: Producer, TransactionProducer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
 
 from client.admin import Admin
 from client.allocate import MessageQueue

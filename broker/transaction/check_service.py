@@ -161,10 +161,10 @@ class TransactionalMessageCheckService:
             age = int(time.time() * 1000) - msg.born_timestamp
             immunity = immunity_ms(msg, cfg.transactionTimeOut)
             if 0 <= age < immunity:
-                if MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS in msg.properties and self._settled_copy(msg, progress):
-                    i += 1
-                    continue
-                break  # the queue is in store order: nothing behind it is due either
+                # The queue is in store order and every message waits the same transactionTimeOut,
+                # so nothing behind this one is due either. (A longer CHECK_IMMUNITY_TIME_IN_SECONDS
+                # holds back the messages behind it too: Java re-puts such a message instead.)
+                break
             msg.properties[MessageConst.TRANSACTION_CHECK_TIMES] = str(times + 1)
             copy = await self.bridge.put_back_half_message(msg)
             if copy is None:
@@ -177,18 +177,6 @@ class TransactionalMessageCheckService:
         new_op = next_op_offset(op_offset, progress.done_ops)
         if new_op != op_offset:
             self.offsets.commit_offset(CID_RMQ_SYS_TRANS, TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID, new_op)
-
-    @staticmethod
-    def _settled_copy(msg: MessageExt, progress: OpProgress) -> bool:
-        """A re-put copy whose original half offset was settled meanwhile needs nothing more."""
-        prepared = msg.properties.get(MessageConst.TRAN_PREPARED_QUEUE_OFFSET)
-        if prepared is None or not prepared.isdigit():
-            return False
-        op = progress.removed.pop(int(prepared), None)
-        if op is None:
-            return False
-        progress.done_ops.add(op)
-        return True
 
     async def _discard(self, msg: MessageExt) -> None:
         log.error("MsgExt:%s has been checked too many times (%s), so discard it by moving it to system topic %s",

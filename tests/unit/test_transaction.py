@@ -27,6 +27,8 @@ from broker.transaction.check_service import (
     next_op_offset,
     read_op_progress,
 )
+from client import ClientStateError, LocalTransactionState, Message, TransactionProducer
+from client.transaction_producer import _call
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.protocol.message import (
@@ -248,3 +250,28 @@ async def test_no_live_producer_still_counts_the_check(store: DefaultMessageStor
     copy = service.bridge.half_message_at(1)
     assert copy is not None and copy.properties[MessageConst.TRANSACTION_CHECK_TIMES] == "1"
     assert service.checks_sent == 0
+
+
+def test_transaction_producer_marks_half_messages_prepared() -> None:
+    producer = TransactionProducer("pg")
+    plain = Message("T", b"x")
+    half = Message("T", b"x", properties={MessageConst.TRANSACTION_PREPARED: "true"})
+    assert producer._body(plain)[1] & TRANSACTION_PREPARED_TYPE == 0
+    assert producer._body(half)[1] & TRANSACTION_PREPARED_TYPE == TRANSACTION_PREPARED_TYPE
+    assert producer.create_topic_key in producer.topics(), "routes to the brokers before any send, for checks"
+
+
+async def test_listener_answers_sync_async_and_none() -> None:
+    async def later() -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    assert await _call(lambda: LocalTransactionState.ROLLBACK_MESSAGE) is LocalTransactionState.ROLLBACK_MESSAGE
+    assert await _call(later) is LocalTransactionState.COMMIT_MESSAGE
+    assert await _call(lambda: None) is LocalTransactionState.UNKNOW
+    with pytest.raises(TypeError, match="not a LocalTransactionState"):
+        await _call(lambda: "COMMIT")
+
+
+async def test_send_in_transaction_needs_a_listener() -> None:
+    with pytest.raises(ClientStateError, match="TransactionListener is null"):
+        await TransactionProducer("pg").send_message_in_transaction(Message("T", b"x"))
