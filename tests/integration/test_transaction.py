@@ -20,7 +20,7 @@ from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id, decode_records
 from remoting.protocol.transaction import EndTransactionRequestHeader
 from tests.integration.broker_client import call, pull_request, send_request
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
 from tests.waiting import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -283,3 +283,20 @@ async def test_reject_transaction_message(tmp_path: str, raw: RemotingClient) ->
     finally:
         assert broker.stop() == 0
         assert ns.stop() == 0
+
+
+async def test_a_pending_half_message_survives_a_broker_restart(daemons: DaemonSet, raw: RemotingClient) -> None:
+    ns = daemons.namesrv()
+    options = ("transactionTimeOut=2000", "transactionCheckInterval=500")
+    broker = daemons.broker(ns.addr, *options)
+    undecided = Listener(S.UNKNOW, S.UNKNOW)
+    async with TransactionProducer("pg_trans_restart", ns.addr, transaction_listener=undecided) as producer:
+        result = await producer.send_message_in_transaction(Message("TransRestart", b"durable"))
+    assert broker.stop() == 0
+    broker = daemons.broker(ns.addr, *options)  # same name, same store directory
+    peer = Listener(S.COMMIT_MESSAGE, S.COMMIT_MESSAGE)
+    async with TransactionProducer("pg_trans_restart", ns.addr, transaction_listener=peer):
+        assert await wait_until(lambda: len(peer.checked) >= 1, 20), "no check after the restart"
+        assert peer.checked[0].properties[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] == result.msg_id
+        assert await poll_until(lambda: visible(raw, broker.addr, result), 10)
+    assert [m.body for m in await visible(raw, broker.addr, result)] == [b"durable"]
