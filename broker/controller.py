@@ -20,6 +20,7 @@ from broker.outer_api import BrokerOuterAPI
 from broker.processors.admin import AdminBrokerProcessor
 from broker.processors.client_manage import ClientManageProcessor
 from broker.processors.consumer_manage import ConsumerManageProcessor
+from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor
 from broker.processors.queue_lock import QueueLockProcessor
@@ -32,6 +33,8 @@ from broker.schedule_message_service import ScheduleMessageService
 from broker.stats import BrokerStats
 from broker.subscription_group_manager import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
+from broker.transaction.bridge import TransactionalMessageBridge
+from broker.transaction.check_service import TransactionalMessageCheckService
 from remoting.properties import ConfigError, apply_properties
 from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 from remoting.protocol.route import RegisterBrokerBody
@@ -75,6 +78,10 @@ class BrokerController:
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
                                                 self.message_store.get_max_offset_in_queue,
                                                 cfg.pullHoldCheckInterval / 1000 if cfg.longPollingEnable else 1.0)
+        self.transaction_bridge = TransactionalMessageBridge(self.message_store, self.topic_config_manager,
+                                                             lambda: self.store_host)
+        self.transaction_check_service = TransactionalMessageCheckService(
+            self.transaction_bridge, cfg, self.consumer_offset_manager, self.producer_manager, cfg.brokerName)
         self.housekeeping = ClientHousekeepingService(self.producer_manager, self.consumer_manager)
         self.remoting_server = RemotingServer(self.server_config.to_server_config(), self.housekeeping)
         self.fast_server = RemotingServer(self.server_config.to_server_config(port=self._fast_port()),
@@ -94,7 +101,7 @@ class BrokerController:
         for server in (self.remoting_server, self.fast_server):
             for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
                               ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
-                              SendMessageBackProcessor(self)):
+                              SendMessageBackProcessor(self), EndTransactionProcessor(self, self.transaction_bridge)):
                 processor.register(server)
         # Pulls go to the main port only: the fast port exists so sends never queue behind them.
         self.pull_processor.register(self.remoting_server)
@@ -145,8 +152,11 @@ class BrokerController:
             self.fast_server.config.port = 0
             await self.fast_server.start()
         self.pull_hold.start()
-        if self.store_config.brokerRole != BrokerRole.SLAVE:
+        if self.store_config.brokerRole is not BrokerRole.SLAVE:
+            # Only a master delivers delayed messages and checks back half messages: a slave's
+            # queues are copies (Java starts both on becoming master).
             self.schedule_message_service.start()
+            self.transaction_check_service.start()
         loop = asyncio.get_running_loop()
         self._register_wakeup = asyncio.Event()
         await self.register_broker_all()
@@ -226,6 +236,7 @@ class BrokerController:
                 brokerName=cfg.brokerName, brokerAddr=self.broker_addr, clusterName=cfg.brokerClusterName,
                 brokerId=cfg.brokerId), 3.0)
         await self.outer_api.close()
+        await self.transaction_check_service.shutdown()
         await self.pull_hold.shutdown()
         await self.remoting_server.close()
         await self.fast_server.close()

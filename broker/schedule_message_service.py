@@ -21,17 +21,8 @@ import time
 from broker.config_manager import ConfigManager
 from broker.topic_config_manager import TRANS_HALF_TOPIC
 from remoting.protocol import json_body
-from remoting.protocol.message import (
-    BORNHOST_V6_FLAG,
-    STOREHOSTADDRESS_V6_FLAG,
-    MessageConst,
-    MessageExt,
-    RecordError,
-    decode_record,
-    properties_to_string,
-    tags_string_to_tags_code,
-)
-from store.commit_log import MessageExtBrokerInner
+from remoting.protocol.message import MessageConst, RecordError, decode_record, properties_to_string
+from store.commit_log import MessageExtBrokerInner, inner_from_ext
 from store.config import SCHEDULE_TOPIC
 from store.message_store import DefaultMessageStore
 
@@ -41,26 +32,10 @@ log = logging.getLogger("rocketmq.broker")
 # first run is 1 s after start.
 DELAY_FOR_A_WHILE = 0.1
 FIRST_DELAY_TIME = 1.0
-_HOST_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 
 
 class DelayLevelError(ValueError):
     """A DELAY property that is not a whole number."""
-
-
-def inner_from_stored(msg: MessageExt, topic: str, queue_id: int) -> MessageExtBrokerInner:
-    """A stored record re-addressed to ``topic``/``queue_id`` with everything else kept: the
-    properties string as stored (so it still names REAL_TOPIC/REAL_QID/DELAY, as Java's does),
-    born and store hosts, reconsume times, keys and unique key for the index."""
-    props = msg.properties
-    keys = props.get(MessageConst.KEYS)
-    return MessageExtBrokerInner(
-        topic=topic, body=msg.body, queue_id=queue_id, flag=msg.flag, properties_string=properties_to_string(props),
-        tags_code=tags_string_to_tags_code(props.get(MessageConst.TAGS)), sys_flag=msg.sys_flag & ~_HOST_FLAGS,
-        born_timestamp=msg.born_timestamp, born_host=msg.born_host, store_host=msg.store_host,
-        reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset,
-        keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-        uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
 
 
 class ScheduleMessageService(ConfigManager):
@@ -109,6 +84,18 @@ class ScheduleMessageService(ConfigManager):
         props[MessageConst.REAL_TOPIC] = topic
         props[MessageConst.REAL_QUEUE_ID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1
+
+    def park_committed(self, inner: MessageExtBrokerInner, props: dict[str, str]) -> None:
+        """A committed transactional message with a delay level waits like a plain one (Java's
+        CommitLog parks COMMIT_TYPE puts too); an unreadable level is no delay here, since the
+        half message was accepted long ago."""
+        try:
+            level = self.delay_level_of(props)
+        except DelayLevelError:
+            return
+        if level:
+            inner.topic, inner.queue_id = self.park(props, inner.topic, inner.queue_id, level)
+            inner.properties_string = properties_to_string(props)
 
     # -- delivery ---------------------------------------------------------------------------
 
@@ -188,7 +175,9 @@ class ScheduleMessageService(ConfigManager):
             log.error("delayed message %s has no deliverable real topic/queue (%s/%s); discarded",
                       msg.offset_msg_id, real_topic, real_qid)
             return True
-        inner = inner_from_stored(msg, real_topic, int(real_qid))
+        # The properties string stays as stored, still naming REAL_TOPIC/REAL_QID/DELAY (as Java's).
+        inner = inner_from_ext(msg)
+        inner.topic, inner.queue_id = real_topic, int(real_qid)
         result = await self.store.put_message(inner)
         if not result.ok:
             log.error("delivering delayed message %s to %s failed: %s; retrying", msg.msg_id, real_topic,

@@ -1,4 +1,4 @@
-"""Python SDK: Producer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
+"""Python SDK: Producer, TransactionProducer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
 
 from client.admin import Admin
 from client.allocate import MessageQueue
@@ -7,6 +7,12 @@ from client.lite_pull_consumer import LitePullConsumer
 from client.message import Message, MessageExt, SendResult, SendStatus
 from client.producer import Producer, select_by_hash
 from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
+from client.transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "Admin",
@@ -14,6 +20,7 @@ __all__ = [
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "Message",
@@ -25,5 +32,8 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "select_by_hash",
 ]

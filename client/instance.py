@@ -25,7 +25,9 @@ from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
 from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 from remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
+from remoting.protocol.message import MessageConst, RecordError, decode_record
 from remoting.protocol.route import MASTER_ID, TopicRouteData
+from remoting.protocol.transaction import CheckTransactionStateRequestHeader
 
 log = logging.getLogger("rocketmq.client")
 
@@ -89,6 +91,7 @@ class MQClientInstance:
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
+        self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
 
     def _consumer(self, group: str) -> Any:
         return self.members.get(f"consumer:{group}")
@@ -109,6 +112,22 @@ class MQClientInstance:
             tuple(mq): off for mq, off in consumer.committed_offsets().items() if mq.topic == ext.get("topic")}
         body = encode_mq_keyed("messageQueueTable", offsets)[:-1] + b',"consumerTable":{}}'
         return request.response(body=body)
+
+    async def _on_check_transaction_state(self, conn: object, request: RemotingCommand) -> None:
+        """A broker asks about a half message: hand it to this instance's producer of its PGROUP."""
+        addr = getattr(conn, "remote_addr", "?")
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields or {})
+            msg = decode_record(request.body or b"")
+        except (ValueError, RecordError) as exc:
+            log.warning("bad CHECK_TRANSACTION_STATE from %s: %s", addr, exc)
+            return
+        group = msg.properties.get(MessageConst.PRODUCER_GROUP, "")
+        check = getattr(self.members.get(f"producer:{group}"), "check_transaction_state", None)
+        if check is None:
+            log.debug("checkTransactionState, pick producer by group[%s] failed", group)
+            return
+        check(addr, msg, header)
 
     async def _on_consumer_ids_changed(self, conn: object, request: RemotingCommand) -> None:
         group = (request.ext_fields or {}).get("consumerGroup", "")

@@ -17,11 +17,14 @@ from enum import Enum
 
 from remoting.protocol.message import (
     BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     Host,
     MessageConst,
+    MessageExt,
     RecordError,
     decode_record,
     host_bytes,
@@ -68,6 +71,23 @@ class MessageExtBrokerInner:
     commit_log_offset: int = 0
     keys: list[str] = field(default_factory=list)
     uniq_key: str | None = None
+
+
+def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageExtBrokerInner:
+    """A stored record made writable again (delivery of a delayed message, a send-back, a
+    transaction's commit): body, flag, properties string, born fields and reconsume times kept,
+    keys and unique key ready for the index. Callers re-address it; ``store_host`` defaults to
+    the record's own."""
+    props = msg.properties
+    keys = props.get(MessageConst.KEYS)
+    return MessageExtBrokerInner(
+        topic=msg.topic, body=msg.body, queue_id=msg.queue_id, flag=msg.flag,
+        properties_string=properties_to_string(props), tags_code=tags_string_to_tags_code(props.get(MessageConst.TAGS)),
+        sys_flag=msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG), born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host, store_host=store_host or msg.store_host, reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+        keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
+        uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
 
 
 _HOST_HEX: dict[bytes, str] = {}

@@ -205,6 +205,8 @@ class SendMessageProcessor:
                 return parked
             topic, queue_id = parked
         inner = self._inner(conn, header, topic, queue_id, request.body or b"", header.flag, props, topic_config)
+        if transactional:
+            self.broker.transaction_bridge.prepare_half_message(inner, props)
         store = self.broker.message_store
         result = store.append_message(inner)
         if wait and store.sync_flush:

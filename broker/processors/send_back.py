@@ -13,7 +13,6 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from broker.schedule_message_service import inner_from_stored
 from broker.topic_config_manager import DLQ_NUMS_PER_GROUP, DLQ_PERM
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -22,6 +21,7 @@ from remoting.protocol.broker import ConsumerSendMsgBackRequestHeader
 from remoting.protocol.message import MessageConst, RecordError, decode_record
 from remoting.protocol.topic import PermName, dlq_topic, retry_topic
 from remoting.server import RemotingServer
+from store.commit_log import inner_from_ext
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -86,9 +86,9 @@ class SendMessageBackProcessor:
             level = h.delayLevel or 3 + msg.reconsume_times
             schedule = broker.schedule_message_service
             target = schedule.park(props, new_topic, queue_id, min(level, schedule.max_delay_level))
-        inner = inner_from_stored(msg, *target)
+        inner = inner_from_ext(msg, broker.store_host)
+        inner.topic, inner.queue_id = target
         inner.reconsume_times = msg.reconsume_times + 1
-        inner.store_host = broker.store_host
         result = await broker.message_store.put_message(inner)
         if not result.ok:
             return request.response(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)

@@ -18,7 +18,7 @@ from remoting.protocol.message import BatchEntry, MessageConst, encode_batch, pr
 
 def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
                  v2: bool = True, uniq: str | None = None, group: str = "test_producer",
-                 properties: dict[str, str] | None = None) -> RemotingCommand:
+                 properties: dict[str, str] | None = None, sys_flag: int = 0) -> RemotingCommand:
     props = {MessageConst.WAIT_STORE_MSG_OK: "true", **(properties or {})}
     if tags:
         props[MessageConst.TAGS] = tags
@@ -27,8 +27,8 @@ def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str 
     if uniq:
         props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
     v1 = SendMessageRequestHeader(producerGroup=group, topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4,
-                                  queueId=queue_id, sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0,
-                                  properties=properties_to_string(props), reconsumeTimes=0)
+                                  queueId=queue_id, sysFlag=sys_flag, bornTimestamp=int(time.time() * 1000),
+                                  flag=0, properties=properties_to_string(props), reconsumeTimes=0)
     if v2:
         return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(v1), body)
     return RemotingCommand.request(RequestCode.SEND_MESSAGE, v1, body)

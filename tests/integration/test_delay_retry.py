@@ -92,6 +92,37 @@ async def test_levels_one_to_four_arrive_on_time(cluster: tuple[Daemon, Daemon])
     assert json.loads(r.body or b"{}")["offsetTable"] == {"1": 3, "2": 3, "3": 3, "4": 3}
 
 
+async def test_a_committed_half_message_with_a_delay_level_waits(cluster: tuple[Daemon, Daemon],
+                                                                 client: RemotingClient) -> None:
+    """Java's producer drops the delay of a transactional message, but its broker parks a
+    committed message that carries one (from any other client): so does this one."""
+    from remoting.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, decode_offset_msg_id
+
+    ns, broker = cluster[0].addr, cluster[1].addr
+    async with Producer("pg_tx_delay", ns) as p:
+        await p.send(Message("DelayTx", b"warm-up"))
+    props = {MessageConst.TRANSACTION_PREPARED: "true", MessageConst.PRODUCER_GROUP: "pg_tx_delay",
+             MessageConst.DELAY_TIME_LEVEL: "2"}
+    r = await client.invoke(broker, send_request("DelayTx", b"later", queue_id=0, group="pg_tx_delay", uniq="TXDELAY1",
+                                                 properties=props, sys_flag=TRANSACTION_PREPARED_TYPE), 5)
+    assert r.code == ResponseCode.SUCCESS
+    ext = r.ext_fields or {}
+    end = {"producerGroup": "pg_tx_delay", "tranStateTableOffset": ext["queueOffset"],
+           "commitLogOffset": str(decode_offset_msg_id(ext["msgId"])[1]),
+           "commitOrRollback": str(TRANSACTION_COMMIT_TYPE), "msgId": "TXDELAY1"}
+    committed_at = time.time()
+    assert (await call(client, broker, RequestCode.END_TRANSACTION, end)).code == ResponseCode.SUCCESS
+    seen: list[tuple[float, MessageExt]] = []
+    c = PushConsumer("cg_tx_delay", ns, consume_from_where=FIRST)
+    c.subscribe("DelayTx")
+    c.register_message_listener(recorder(seen))
+    async with c:
+        assert await wait_until(lambda: any(m.msg_id == "TXDELAY1" for _, m in seen), 15)
+    (received, m), = [(t, m) for t, m in seen if m.msg_id == "TXDELAY1"]
+    assert 2 - 0.05 <= received - committed_at <= 2 + 1.0, "level 2 counts from the commit"
+    assert m.sys_flag & TRANSACTION_COMMIT_TYPE == TRANSACTION_COMMIT_TYPE
+
+
 async def test_level_beyond_the_table_is_clamped_and_bad_levels_refused(cluster: tuple[Daemon, Daemon],
                                                                         client: RemotingClient) -> None:
     ns, broker = cluster[0].addr, cluster[1].addr

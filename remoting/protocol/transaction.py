@@ -1,0 +1,36 @@
+"""Transaction headers: END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39), headers.md §5."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from remoting.header import CommandHeader
+
+
+@dataclass
+class EndTransactionRequestHeader(CommandHeader):
+    """Producer -> broker, oneway: the outcome of a local transaction for one half message.
+
+    ``commitOrRollback`` uses the sysFlag transaction values: 8 commit, 12 rollback, 0 unknown.
+    """
+
+    producerGroup: str
+    tranStateTableOffset: int
+    commitLogOffset: int
+    commitOrRollback: int
+    msgId: str
+    fromTransactionCheck: bool | None = None
+    transactionId: str | None = None
+    bname: str | None = None
+
+
+@dataclass
+class CheckTransactionStateRequestHeader(CommandHeader):
+    """Broker -> one producer of the group, oneway; the body is the half message record."""
+
+    tranStateTableOffset: int
+    commitLogOffset: int
+    msgId: str | None = None
+    transactionId: str | None = None
+    offsetMsgId: str | None = None
+    bname: str | None = None
