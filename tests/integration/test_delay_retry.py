@@ -62,12 +62,20 @@ async def at_least(value: Awaitable[int], n: int) -> bool:
     return await value >= n
 
 
-async def dead_letter(admin: Admin, group: str, msg_id: str) -> MessageExt | None:
-    """The group's dead letter with this id, or None; the DLQ topic may be too new to be routed."""
-    try:
-        return await admin.query_message_by_unique_key(f"%DLQ%{group}", msg_id)
-    except NoRouteError:
-        return None
+async def dead_letter(admin: Admin, group: str, msg_id: str, timeout: float = 10) -> MessageExt | None:
+    """The group's dead letter with this id once Admin finds it (the DLQ topic may still be too
+    new to be routed), or None after ``timeout``."""
+    found: list[MessageExt | None] = [None]
+
+    async def in_dlq() -> bool:
+        try:
+            found[0] = await admin.query_message_by_unique_key(f"%DLQ%{group}", msg_id)
+        except NoRouteError:
+            return False
+        return found[0] is not None
+
+    await wait_for_async(in_dlq, timeout)
+    return found[0]
 
 
 async def test_levels_one_to_four_arrive_on_time(cluster: tuple[Daemon, Daemon]) -> None:
@@ -239,13 +247,7 @@ async def test_when_send_back_fails_the_consumer_resends_to_its_retry_topic(
     async with c:
         assert await wait_until(lambda: len(attempts) >= 2, 20)
         async with Admin(ns) as admin:
-            found: list[MessageExt | None] = [None]
-
-            async def in_dlq() -> bool:
-                found[0] = await dead_letter(admin, "cg_resend", sent.msg_id)
-                return found[0] is not None
-
-            assert await wait_for_async(in_dlq, 10), "past max reconsume times the broker dead-letters the copy"
+            assert await dead_letter(admin, "cg_resend", sent.msg_id), "past the max the broker dead-letters the copy"
     first, second = attempts[0][1], attempts[1][1]
     assert (first.reconsume_times, second.reconsume_times) == (0, 1)
     assert second.msg_id == sent.msg_id and second.topic == "ResendTopic" and second.tags == "T"
@@ -265,14 +267,7 @@ async def test_past_max_reconsume_times_the_message_is_a_dead_letter(cluster: tu
     async with c:
         assert await wait_until(lambda: len(attempts) >= 3, 20)
         async with Admin(ns) as admin:
-            found: list[MessageExt | None] = [None]
-
-            async def in_dlq() -> bool:
-                found[0] = await dead_letter(admin, "cg_dlq", sent.msg_id)
-                return found[0] is not None
-
-            await wait_for_async(in_dlq, 10)
-            dead = found[0]
+            dead = await dead_letter(admin, "cg_dlq", sent.msg_id)
             assert dead is not None, "Admin finds the dead letter by its message id"
             assert dead.body == b"poison" and dead.reconsume_times == 3
             assert dead.properties[MessageConst.RETRY_TOPIC] == "DlqTopic"

@@ -21,7 +21,7 @@ from remoting.protocol.message import MessageConst, MessageExt, decode_offset_ms
 from remoting.protocol.transaction import EndTransactionRequestHeader
 from tests.integration.broker_client import call, pull_request, send_request
 from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
-from tests.waiting import wait_until
+from tests.waiting import wait_for_async, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -94,17 +94,6 @@ async def max_offset(client: RemotingClient, addr: str, topic: str, queue_id: in
     return int((response.ext_fields or {}).get("offset", "0")) if response.code == ResponseCode.SUCCESS else 0
 
 
-async def poll_until(probe, timeout: float, interval: float = 0.1) -> bool:  # type: ignore[no-untyped-def]
-    """``wait_until`` for an async probe: True once ``await probe()`` is truthy, False at the deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await probe():
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(interval)
-    return True
-
-
 async def test_commit_is_visible_on_the_real_topic(cluster: tuple[Daemon, Daemon], raw: RemotingClient) -> None:
     ns, broker = cluster
     listener = Listener(S.COMMIT_MESSAGE)
@@ -112,7 +101,7 @@ async def test_commit_is_visible_on_the_real_topic(cluster: tuple[Daemon, Daemon
         result = await producer.send_message_in_transaction(Message("TransCommit", b"paid", tags="T", keys="k1"))
         assert result.local_transaction_state is S.COMMIT_MESSAGE
         assert result.transaction_id == result.msg_id
-        assert await poll_until(lambda: visible(raw, broker.addr, result), 10)
+        assert await wait_for_async(lambda: visible(raw, broker.addr, result), 10)
     [msg] = await visible(raw, broker.addr, result)
     assert msg.body == b"paid" and msg.tags == "T" and msg.keys == "k1"
     assert msg.sys_flag & 0xC == 0x8, "a committed message carries COMMIT_TYPE"
@@ -136,12 +125,12 @@ async def test_rollback_is_never_visible(cluster: tuple[Daemon, Daemon], raw: Re
     async with TransactionProducer("pg_trans_rollback", ns.addr, transaction_listener=rolled) as producer:
         result = await producer.send_message_in_transaction(Message("TransRollback", b"cancelled"))
         assert result.local_transaction_state is S.ROLLBACK_MESSAGE
-        assert await poll_until(lambda: _contains(settled_offsets(raw, broker.addr), result.queue_offset), 10)
+        assert await wait_for_async(lambda: _contains(settled_offsets(raw, broker.addr), result.queue_offset), 10)
         # A later unknown transaction of the same group, committed by its check: once it is
         # visible, check rounds have passed the rolled-back half message.
         rolled.execute = S.UNKNOW
         sentinel = await producer.send_message_in_transaction(Message("TransRollback", b"sentinel"))
-        assert await poll_until(lambda: visible(raw, broker.addr, sentinel), 15)
+        assert await wait_for_async(lambda: visible(raw, broker.addr, sentinel), 15)
     assert await visible(raw, broker.addr, result) == []
     assert [m.properties[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] for m in rolled.checked] == [sentinel.msg_id]
 
@@ -166,11 +155,11 @@ async def test_unknown_is_checked_back_and_the_answer_decides(cluster: tuple[Dae
         assert checked.properties[MessageConst.TRANSACTION_CHECK_TIMES] == "1"
         assert checked.body == b"maybe"
         if answer is S.COMMIT_MESSAGE:
-            assert await poll_until(lambda: visible(raw, broker.addr, result), 10)
+            assert await wait_for_async(lambda: visible(raw, broker.addr, result), 10)
             assert len(await visible(raw, broker.addr, result)) == 1
         else:
             # The check's END names the re-put copy; its offset shows up among the settled ones.
-            assert await poll_until(lambda: _settled_after(raw, broker.addr, result.queue_offset), 10)
+            assert await wait_for_async(lambda: _settled_after(raw, broker.addr, result.queue_offset), 10)
             assert await visible(raw, broker.addr, result) == []
     assert len(listener.checked) == 1, "an answered transaction is not checked again"
 
@@ -203,9 +192,9 @@ async def test_a_peer_answers_for_a_killed_producer(cluster: tuple[Daemon, Daemo
             return [m for m in await pulled(raw, broker.addr, topic, int(queue_id))
                     if m.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == msg_id]
 
-        assert await poll_until(arrived, 10)
+        assert await wait_for_async(arrived, 10)
         # Bounded: two more check rounds' worth of waiting for a second copy that must not come.
-        assert not await poll_until(lambda: _count_is(arrived(), 2), 1.5)
+        assert not await wait_for_async(lambda: _count_is(arrived(), 2), 1.5)
     assert [m.body for m in await arrived()] == [b"from-the-dead"], "visible exactly once"
 
 
@@ -223,7 +212,7 @@ async def test_checked_too_often_is_discarded(cluster: tuple[Daemon, Daemon], ra
             return any(m.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) == result.msg_id
                        for m in await pulled(raw, broker.addr, CHECK_MAX_TOPIC, 0))
 
-        assert await poll_until(discarded, 20)
+        assert await wait_for_async(discarded, 20)
         assert len(listener.checked) == CHECK_MAX
         assert [m.properties[MessageConst.TRANSACTION_CHECK_TIMES] for m in listener.checked] == [
             str(i) for i in range(1, CHECK_MAX + 1)]
@@ -298,5 +287,5 @@ async def test_a_pending_half_message_survives_a_broker_restart(daemons: DaemonS
     async with TransactionProducer("pg_trans_restart", ns.addr, transaction_listener=peer):
         assert await wait_until(lambda: len(peer.checked) >= 1, 20), "no check after the restart"
         assert peer.checked[0].properties[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] == result.msg_id
-        assert await poll_until(lambda: visible(raw, broker.addr, result), 10)
+        assert await wait_for_async(lambda: visible(raw, broker.addr, result), 10)
     assert [m.body for m in await visible(raw, broker.addr, result)] == [b"durable"]

@@ -8,7 +8,6 @@ import os
 import socket
 import struct
 import zlib
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -24,16 +23,6 @@ from remoting.protocol.message import (
 from store.config import FlushDiskType
 from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, message, small_config
-
-
-@pytest.fixture
-async def store(tmp_path: str) -> AsyncIterator[DefaultMessageStore]:
-    s = DefaultMessageStore(small_config(str(tmp_path)))
-    await s.load()
-    await s.start()
-    yield s
-    if not s.shutdown_flag:
-        await s.shutdown()
 
 
 def independent_decode(buf: bytes) -> dict[str, object]:

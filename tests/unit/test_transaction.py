@@ -4,7 +4,6 @@ round's bookkeeping, and one check round over a real store (the producer channel
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -41,7 +40,7 @@ from remoting.protocol.message import (
 )
 from remoting.protocol.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from store.message_store import DefaultMessageStore
-from tests.store_helpers import STORE_HOST, message, small_config
+from tests.store_helpers import STORE_HOST, message
 from tests.waiting import wait_until
 
 HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
@@ -159,15 +158,6 @@ class OneProducer:
 
     def get_available_channel(self, group: str) -> RecordingChannel | None:
         return self.channel if group == "pg" else None
-
-
-@pytest.fixture
-async def store(tmp_path: str) -> AsyncIterator[DefaultMessageStore]:
-    s = DefaultMessageStore(small_config(str(tmp_path)))
-    await s.load()
-    await s.start()
-    yield s
-    await s.shutdown()
 
 
 async def _put_half(bridge: TransactionalMessageBridge, uniq: str, born_ms: int) -> None:
