@@ -19,7 +19,13 @@ from client.lite_pull_consumer import LitePullConsumer
 from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
-from remoting.protocol.heartbeat import CheckClientRequestBody, ConsumeFromWhere, SubscriptionData
+from remoting.protocol.heartbeat import (
+    CheckClientRequestBody,
+    ConsumeFromWhere,
+    ConsumerData,
+    HeartbeatData,
+    SubscriptionData,
+)
 from remoting.protocol.message import MessageExt, decode_records
 from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
 from tests.waiting import wait_until
@@ -281,3 +287,33 @@ async def test_broker_without_property_filter_refuses_sql(daemons: DaemonSet, cl
     # TAG consumers are unaffected
     seen = await consume_lite(ns.addr, "cg_off_tag", topic, MessageSelector.by_tag("*"))
     assert b"x" in seen
+
+
+async def test_pull_without_subscription_flag_uses_the_heartbeat_selector(cluster: tuple[Daemon, Daemon],
+                                                                          client: RemotingClient) -> None:
+    """Java push consumers (postSubscriptionWhenPull=false) send their selector only by heartbeat."""
+    ns, broker = cluster[0].addr, cluster[1].addr
+    topic = "SqlHeartbeat"
+    await produce(ns, topic, [Message(topic, f"h{i}".encode(), properties={"a": str(i)}) for i in range(8)])
+
+    async def heartbeat(group: str, sql: str) -> None:
+        sub = SubscriptionData(topic=topic, subString=sql, expressionType="SQL92", subVersion=1)
+        data = HeartbeatData(clientID="127.0.0.1@hb", consumerDataSet=[ConsumerData(
+            groupName=group, subscriptionDataSet=[sub])])
+        r = await client.invoke(broker, RemotingCommand.request(RequestCode.HEART_BEAT, None, data.encode()), 5)
+        assert r.code == ResponseCode.SUCCESS, "Java accepts the heartbeat whatever the selector"
+
+    def pull(group: str) -> RemotingCommand:
+        request = sql_pull(group, topic, 0, 0, "ignored")
+        assert request.ext_fields is not None
+        request.ext_fields["sysFlag"] = "0"  # no FLAG_SUBSCRIPTION: the registered selector rules
+        return request
+
+    await heartbeat("cg_hb", "a = 4 OR sentinel IS NOT NULL")
+    r = await client.invoke(broker, pull("cg_hb"), 5)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    assert [m.body for m in decode_records(r.body or b"")] == [b"h4", b"sentinel-0"]
+    await heartbeat("cg_hb_bad", "a = = 4")
+    r = await client.invoke(broker, pull("cg_hb_bad"), 5)
+    assert r.code == ResponseCode.FILTER_DATA_NOT_EXIST
+    assert "Your expression may be wrong" in (r.remark or "") and "Invalid MessageSelector" in (r.remark or "")
