@@ -7,10 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.filter import FilterError, compile_sql92
-from broker.filter.expression_filter import compile_cached, filter_records
+from broker.filter.expression_filter import compile_cached, filter_records, record_properties
 from client.message_selector import MessageSelector
 from remoting.protocol.heartbeat import SUB_ALL, ExpressionType
-from remoting.protocol.message import MessageExt, encode_record
+from remoting.protocol.message import (
+    BORNHOST_V6_FLAG,
+    STOREHOSTADDRESS_V6_FLAG,
+    MessageExt,
+    decode_record,
+    encode_record,
+)
 
 
 def ev(sql: str, **props: str) -> object:
@@ -137,6 +143,20 @@ def test_filter_records_reads_properties_from_stored_records() -> None:
 
     kept = filter_records([record(a="1"), record(a="9"), b"\x00\x00\x00\x05junk", record()], compile_sql92("a > 5"))
     assert kept == [record(a="9")]
+
+
+@pytest.mark.parametrize(("born", "store", "flags"), [
+    (("127.0.0.1", 1), ("127.0.0.1", 2), 0),
+    (("::1", 1), ("127.0.0.1", 2), BORNHOST_V6_FLAG),
+    (("127.0.0.1", 1), ("fe80::1", 2), STOREHOSTADDRESS_V6_FLAG),
+    (("::1", 1), ("fe80::1", 2), BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG),
+])
+@pytest.mark.parametrize("props", [{}, {"a": "1"}, {"a": "1", "region": "eu", "TAGS": "T"}])
+def test_record_properties_agree_with_the_full_decoder(born: tuple[str, int], store: tuple[str, int], flags: int,
+                                                       props: dict[str, str]) -> None:
+    buf = encode_record(MessageExt(topic="SomeTopic", body=b"b" * 300, sys_flag=flags, born_host=born,
+                                   store_host=store, properties=props))
+    assert record_properties(buf) == decode_record(buf).properties == props
 
 
 def test_message_selector() -> None:
