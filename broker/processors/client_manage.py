@@ -18,6 +18,7 @@ from remoting.protocol.heartbeat import (
     CheckClientRequestBody,
     ExpressionType,
     HeartbeatData,
+    SubscriptionData,
     UnregisterClientRequestHeader,
 )
 from remoting.protocol.topic import PermName
@@ -58,6 +59,7 @@ class ClientManageProcessor:
                 broker.topic_config_manager.create_topic_in_send_message_back_method(
                     retry_topic(consumer.groupName), group_config.retryQueueNums,
                     PermName.PERM_READ | PermName.PERM_WRITE, _UNIT_SUB_FLAG if consumer.unitMode else 0)
+            _log_bad_selectors(consumer.groupName, consumer.subscriptionDataSet)
             changed = broker.consumer_manager.register_consumer(
                 consumer.groupName, info, consumer.consumeType, consumer.messageModel, consumer.consumeFromWhere,
                 consumer.subscriptionDataSet, notify)
@@ -101,6 +103,17 @@ class ClientManageProcessor:
                         body.group, sub.topic, exc)
             return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.response()
+
+
+def _log_bad_selectors(group: str, subscriptions: list[SubscriptionData]) -> None:
+    """Java registers a heartbeat whatever its selectors and logs the ones that do not compile
+    (their pulls then get FILTER_DATA_NOT_EXIST); compiling here also warms the pull's cache."""
+    for sub in subscriptions:
+        if sub.expressionType == ExpressionType.SQL92:
+            try:
+                compile_cached(sub.subString)
+            except FilterError as exc:
+                log.warning("Parse consumer filter data error, group %s topic %s: %s", group, sub.topic, exc)
 
 
 def _first_error(exc: Exception) -> str:

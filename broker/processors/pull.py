@@ -3,6 +3,12 @@
 A pull that finds nothing, on its first attempt and with the SUSPEND flag, is parked in the
 PullRequestHoldService and answered when a matching message arrives or its suspend time ends.
 The answer body is the stored records themselves, byte for byte.
+
+Filtering: a TAG subscription is matched by the tag hash in the ConsumeQueue (the client then
+checks the exact tag); an SQL92 one (broker ``enablePropertyFilter=true``) is matched on each
+candidate record's properties, and only for such groups are properties read at all. A pull whose
+scanned messages all fail the filter answers NO_MATCHED_MESSAGE (PULL_RETRY_IMMEDIATELY) with the
+next offset past them, as Java does.
 """
 
 from __future__ import annotations
