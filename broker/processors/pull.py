@@ -62,7 +62,12 @@ def _code_for(status: GetMessageStatus, offset: int) -> int:
 
 def _compile_sql92(request: RemotingCommand, expression_type: str, subscription: str | None,
                    enabled: bool, from_request: bool) -> Sql92Expression | RemotingCommand:
-    """The pull's compiled selector, or the refusal PullMessageProcessor answers with."""
+    """The pull's compiled selector, or the refusal PullMessageProcessor answers with.
+
+    One difference from Java 4.9: there a selector in the pull header that does not compile
+    leaves the filter without an expression, and every message passes; here the pull is refused
+    with SUBSCRIPTION_PARSE_FAILED, the code Java uses for a header it cannot parse.
+    """
     if expression_type != ExpressionType.SQL92:
         return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                                 f"parse the consumer's subscription failed: unknown expression type {expression_type}")
