@@ -5,6 +5,7 @@ from client.allocate import MessageQueue
 from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
 from client.lite_pull_consumer import LitePullConsumer
 from client.message import Message, MessageExt, SendResult, SendStatus
+from client.message_selector import MessageSelector
 from client.producer import Producer, select_by_hash
 from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
 from client.transaction_producer import (
@@ -26,6 +27,7 @@ __all__ = [
     "Message",
     "MessageExt",
     "MessageQueue",
+    "MessageSelector",
     "MessageValidationError",
     "NoRouteError",
     "Producer",

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue, strategy_from
-from client.errors import ClientStateError, MQClientError, NoRouteError
+from client.errors import ClientStateError, MQBrokerError, MQClientError, NoRouteError
 from client.instance import ClientConfig, MQClientInstance, MQClientManager
+from client.message_selector import MessageSelector
 from client.offset_store import LocalFileOffsetStore
 from client.running_info import (
     CLIENT_VERSION_DESC,
@@ -43,14 +44,17 @@ from remoting.protocol.broker import (
 )
 from remoting.protocol.heartbeat import (
     SUB_ALL,
+    CheckClientRequestBody,
     ConsumeFromWhere,
     ConsumerData,
     ConsumerIdList,
     ConsumeType,
+    ExpressionType,
     MessageModel,
     SubscriptionData,
 )
 from remoting.protocol.message import MessageConst, MessageExt, decode_records, java_string_hash
+from remoting.protocol.route import MASTER_ID
 from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
 log = logging.getLogger("rocketmq.client")
@@ -60,8 +64,16 @@ def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.01)
 
 
-def build_subscription(topic: str, expression: str | None) -> SubscriptionData:
-    """FilterAPI.buildSubscriptionData: tags split on ``||``, their Java hashes as the code set."""
+def build_subscription(topic: str, expression: str | MessageSelector | None) -> SubscriptionData:
+    """FilterAPI.build: tags split on ``||``, their Java hashes as the code set; SQL92 kept as text
+    (the broker compiles it; no tag set, so the client filters nothing itself)."""
+    if isinstance(expression, MessageSelector):
+        if expression.expression_type == ExpressionType.SQL92:
+            return SubscriptionData(topic=topic, subString=expression.expression,
+                                    expressionType=ExpressionType.SQL92, subVersion=int(time.time() * 1000))
+        if expression.expression_type != ExpressionType.TAG:
+            raise ValueError(f"unknown expression type {expression.expression_type!r}")
+        expression = expression.expression
     expression = (expression or "").strip()
     sub = SubscriptionData(topic=topic, subString=SUB_ALL if expression in ("", SUB_ALL) else expression,
                            subVersion=int(time.time() * 1000))
@@ -135,7 +147,8 @@ class LitePullConsumer:
 
     # -- setup ------------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = SUB_ALL) -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = SUB_ALL) -> None:
+        """A tag expression (``"A || B"``, ``*``) or a MessageSelector (``MessageSelector.by_sql``)."""
         self.subscriptions[topic] = build_subscription(topic, expression)
 
     def assign(self, queues: Sequence[MessageQueue]) -> None:
@@ -162,6 +175,11 @@ class LitePullConsumer:
             except NoRouteError as exc:
                 # Java logs this and rebalances later: the topic may be created after us.
                 log.warning("subscribed topic has no route yet: %s", exc)
+        try:
+            await self._check_client_in_broker(instance)
+        except MQClientError:
+            await self.shutdown()
+            raise
         await instance.send_heartbeat_to_all_brokers()
         loop = asyncio.get_running_loop()
         if self._assigned_fixed is not None:
@@ -171,6 +189,29 @@ class LitePullConsumer:
             self._tasks.append(loop.create_task(self._rebalance_loop()))
         if self.auto_commit:
             self._tasks.append(loop.create_task(self._auto_commit_loop()))
+
+    async def _check_client_in_broker(self, instance: MQClientInstance) -> None:
+        """MQClientInstance.checkClientInBroker: each non-TAG subscription is compiled by the
+        masters serving its topic, so a bad selector or a broker without property filtering
+        fails start() with the broker's reason instead of pulls failing later."""
+        for sub in self.subscriptions.values():
+            if sub.expressionType == ExpressionType.TAG:
+                continue
+            route = instance.topic_route_table.get(sub.topic)
+            for bd in route.brokerDatas if route else []:
+                addr = bd.brokerAddrs.get(MASTER_ID)
+                if addr is None:
+                    continue
+                body = CheckClientRequestBody(clientId=instance.client_id, group=self.group, subscriptionData=sub)
+                try:
+                    r = await instance.remoting.invoke(
+                        addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, None, body.encode()),
+                        instance.config.mq_client_api_timeout)
+                except RemotingError as exc:
+                    raise MQClientError(f"Check client in broker {addr} error, maybe because you use "
+                                        f"{sub.expressionType} to filter message: {exc}") from exc
+                if r.code != ResponseCode.SUCCESS:
+                    raise MQBrokerError(r.code, r.remark, addr)
 
     async def shutdown(self) -> None:
         """Stop pulling, commit, unregister: all within ``shutdown_timeout``, brokers up or not."""

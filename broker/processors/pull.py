@@ -3,12 +3,20 @@
 A pull that finds nothing, on its first attempt and with the SUSPEND flag, is parked in the
 PullRequestHoldService and answered when a matching message arrives or its suspend time ends.
 The answer body is the stored records themselves, byte for byte.
+
+Filtering: a TAG subscription is matched by the tag hash in the ConsumeQueue (the client then
+checks the exact tag); an SQL92 one (broker ``enablePropertyFilter=true``) is matched on each
+candidate record's properties, and only for such groups are properties read at all. A pull whose
+scanned messages all fail the filter answers NO_MATCHED_MESSAGE (PULL_RETRY_IMMEDIATELY) with the
+next offset past them, as Java does.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.filter import FilterError, Sql92Expression
+from broker.filter.expression_filter import compile_cached, filter_records
 from broker.pull_hold import PullRequest
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
@@ -24,7 +32,7 @@ from remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
 from remoting.protocol.message import tags_string_to_tags_code
 from remoting.protocol.topic import PermName
 from remoting.server import RemotingServer
-from store.message_store import GetMessageStatus, MessageFilter
+from store.message_store import MATCH_ALL, GetMessageStatus, MessageFilter
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -50,6 +58,31 @@ def _code_for(status: GetMessageStatus, offset: int) -> int:
     if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
         return ResponseCode.PULL_NOT_FOUND
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+def _compile_sql92(request: RemotingCommand, expression_type: str, subscription: str | None,
+                   enabled: bool, from_request: bool) -> Sql92Expression | RemotingCommand:
+    """The pull's compiled selector, or the refusal PullMessageProcessor answers with.
+
+    One difference from Java 4.9: there a selector in the pull header that does not compile
+    leaves the filter without an expression, and every message passes; here the pull is refused
+    with SUBSCRIPTION_PARSE_FAILED, the code Java uses for a header it cannot parse.
+    """
+    if expression_type != ExpressionType.SQL92:
+        return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                f"parse the consumer's subscription failed: unknown expression type {expression_type}")
+    if not enabled:
+        return request.response(ResponseCode.SYSTEM_ERROR,
+                                f"The broker does not support consumer to filter message by {expression_type}")
+    try:
+        return compile_cached(subscription)
+    except FilterError as exc:
+        if from_request:
+            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                    f"parse the consumer's subscription failed: {exc}")
+        # A heartbeat-registered selector that never compiled has no filter data in Java.
+        return request.response(ResponseCode.FILTER_DATA_NOT_EXIST,
+                                f"The broker's consumer filter data is not exist!Your expression may be wrong! {exc}")
 
 
 class PullMessageProcessor:
@@ -112,15 +145,25 @@ class PullMessageProcessor:
             if sub.subVersion < h.subVersion:
                 return request.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
             expression_type, subscription = sub.expressionType, sub.subString
+        sql: Sql92Expression | None = None
         if expression_type != ExpressionType.TAG:
-            if not cfg.enablePropertyFilter:
-                return request.response(ResponseCode.SYSTEM_ERROR,
-                                        f"The broker does not support consumer to filter message by {expression_type}")
-            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                                    "SQL92 filtering is not available on this broker yet")
-        message_filter = MessageFilter(parse_tag_codes(subscription))
+            refused = _compile_sql92(request, expression_type, subscription, cfg.enablePropertyFilter,
+                                     bool(h.sysFlag & FLAG_SUBSCRIPTION))
+            if isinstance(refused, RemotingCommand):
+                return refused
+            sql = refused
+            # The consume queue holds only tag hashes: every unit is a candidate, the records'
+            # properties decide (ExpressionMessageFilter without a bloom filter).
+            message_filter = MATCH_ALL
+        else:
+            message_filter = MessageFilter(parse_tag_codes(subscription))
         result = broker.message_store.get_message(h.consumerGroup, h.topic, h.queueId, h.queueOffset,
                                                   h.maxMsgNums, message_filter)
+        if sql is not None and result.status == GetMessageStatus.FOUND:
+            result.buffers = filter_records(result.buffers, sql)
+            if not result.buffers:
+                # Java's NO_MATCHED_MESSAGE: PULL_RETRY_IMMEDIATELY, the offset moved past them.
+                result.status = GetMessageStatus.NO_MATCHED_MESSAGE
         code = _code_for(result.status, h.queueOffset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sysFlag & FLAG_SUSPEND:
             timeout = h.suspendTimeoutMillis if cfg.longPollingEnable else cfg.shortPollingTimeMills

@@ -4,8 +4,6 @@ rooms, and a strategy can be named."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from client import Admin, LitePullConsumer, PushConsumer
@@ -15,10 +13,11 @@ from client.allocate import (
     AllocateMessageQueueByMachineRoom,
     MessageQueue,
 )
+from client.errors import NoRouteError
 from client.push_consumer import ConsumeConcurrentlyStatus
 from remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
-from tests.waiting import wait_until
+from tests.waiting import wait_for_async, wait_until
 
 
 async def _ok(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
@@ -32,12 +31,15 @@ async def test_by_config_and_by_machine_room(daemons: DaemonSet) -> None:
     async with Admin(ns.addr) as admin:
         targets = await admin.create_topic("Rooms", read_queue_nums=4, write_queue_nums=4)
         assert len(targets) == 2
-        for _ in range(100):
-            route = await admin.examine_topic_route_info("Rooms")
-            if len(route.queueDatas) == 2:
-                break
-            await asyncio.sleep(0.05)  # bounded poll until both brokers registered the topic
-        assert len(route.queueDatas) == 2
+
+        async def both_registered() -> bool:
+            # Until the first broker's registration lands the NameServer has no route at all.
+            try:
+                return len((await admin.examine_topic_route_info("Rooms")).queueDatas) == 2
+            except NoRouteError:
+                return False
+
+        assert await wait_for_async(both_registered, 5, 0.05)
 
     chosen = [MessageQueue("Rooms", "roomB@broker-b", 1), MessageQueue("Rooms", "roomA@broker-a", 3)]
     by_config = LitePullConsumer("cg_rooms_cfg", ns.addr, instance_name="rooms-cfg",
