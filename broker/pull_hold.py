@@ -32,6 +32,9 @@ class PullRequest:
     suspend_seconds: float
     # tags_code -> bool: does a new message with this tag hash pass the request's filter?
     matches: Callable[[int | None], bool] = field(default=lambda _code: True)
+    # properties string -> bool, for SQL92 subscriptions: a message whose properties fail the
+    # selector leaves the pull parked (Java's isMatchedByCommitLog on arrival).
+    matches_properties: Callable[[str], bool] | None = None
     timer: asyncio.TimerHandle | None = None
 
 
@@ -59,13 +62,20 @@ class PullRequestHoldService:
         pull.timer = asyncio.get_running_loop().call_later(pull.suspend_seconds, self._expire, pull)
 
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
-                                tags_code: int | None = None) -> None:
-        """Called by the dispatcher for each new consume-queue unit: wake what it satisfies."""
+                                tags_code: int | None = None, properties: str | None = None) -> None:
+        """Called by the dispatcher for each new consume-queue unit: wake what it satisfies.
+        The periodic check passes no tag code or properties: then growth alone wakes a pull."""
         key = (topic, queue_id)
         held = self._table.get(key)
         if not held:
             return
-        keep = [p for p in held if not (max_offset > p.pull_from_this_offset and p.matches(tags_code))]
+
+        def satisfied(p: PullRequest) -> bool:
+            if max_offset <= p.pull_from_this_offset or not p.matches(tags_code):
+                return False
+            return properties is None or p.matches_properties is None or p.matches_properties(properties)
+
+        keep = [p for p in held if not satisfied(p)]
         if len(keep) == len(held):
             return
         for pull in held:

@@ -113,7 +113,9 @@ class MessageFilter:
 MATCH_ALL = MessageFilter()
 
 # (topic, queueId, logicOffset (next max offset), tagsCode, storeTimestamp)
-MessageArrivingListener = Callable[[str, int, int, int, int], None]
+# (topic, queue id, next queue offset, tag code, store timestamp, properties string): long
+# polling wakes the pulls a new message satisfies, by tag code or (SQL92) by properties.
+MessageArrivingListener = Callable[[str, int, int, int, int, str], None]
 
 
 class DefaultMessageStore:
@@ -488,7 +490,7 @@ class DefaultMessageStore:
             cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
             if notify and self.message_arriving_listener is not None:
                 self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
-                                               msg.store_timestamp)
+                                               msg.store_timestamp, msg.properties_string)
         if self._index_inline:
             self._build_index(msg)
 

@@ -13,6 +13,7 @@ next offset past them, as Java does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.filter import FilterError, Sql92Expression
@@ -29,7 +30,7 @@ from remoting.protocol.broker import (
     PullMessageResponseHeader,
 )
 from remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
-from remoting.protocol.message import tags_string_to_tags_code
+from remoting.protocol.message import string_to_properties, tags_string_to_tags_code
 from remoting.protocol.topic import PermName
 from remoting.server import RemotingServer
 from store.message_store import MATCH_ALL, GetMessageStatus, MessageFilter
@@ -58,6 +59,13 @@ def _code_for(status: GetMessageStatus, offset: int) -> int:
     if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
         return ResponseCode.PULL_NOT_FOUND
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+def _properties_matcher(sql: Sql92Expression) -> Callable[[str], bool]:
+    """A held SQL92 pull's test of an arriving message (its stored properties string)."""
+    def matches(properties: str) -> bool:
+        return sql.matches(string_to_properties(properties))
+    return matches
 
 
 def _compile_sql92(request: RemotingCommand, expression_type: str, subscription: str | None,
@@ -169,7 +177,8 @@ class PullMessageProcessor:
             timeout = h.suspendTimeoutMillis if cfg.longPollingEnable else cfg.shortPollingTimeMills
             broker.pull_hold.suspend_pull_request(PullRequest(
                 request, conn, h.topic, h.queueId, h.queueOffset, timeout / 1000,
-                matches=message_filter.is_matched_by_consume_queue))
+                matches=message_filter.is_matched_by_consume_queue,
+                matches_properties=None if sql is None else _properties_matcher(sql)))
             response = None
         else:
             header = PullMessageResponseHeader(suggestWhichBrokerId=MASTER_ID, nextBeginOffset=result.next_begin_offset,

@@ -18,7 +18,7 @@ from client import Message, MessageSelector, MQBrokerError, Producer
 from client.lite_pull_consumer import LitePullConsumer
 from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
+from remoting.protocol.broker import FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullMessageRequestHeader
 from remoting.protocol.heartbeat import (
     CheckClientRequestBody,
     ConsumeFromWhere,
@@ -185,11 +185,11 @@ async def test_sql92_more_operators(cluster: tuple[Daemon, Daemon]) -> None:
 
 
 def sql_pull(group: str, topic: str, queue_id: int, offset: int, sql: str,
-             expression_type: str = "SQL92") -> RemotingCommand:
+             expression_type: str = "SQL92", suspend_ms: int = 0) -> RemotingCommand:
     header = PullMessageRequestHeader(consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset,
-                                      maxMsgNums=32, sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
-                                      suspendTimeoutMillis=0, subVersion=0, subscription=sql,
-                                      expressionType=expression_type)
+                                      maxMsgNums=32, sysFlag=FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0),
+                                      commitOffset=0, suspendTimeoutMillis=suspend_ms, subVersion=0,
+                                      subscription=sql, expressionType=expression_type)
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
 
 
@@ -216,6 +216,23 @@ async def test_raw_pull_filters_and_moves_past_unmatched(cluster: tuple[Daemon, 
     # a TAG pull of the same queue is untouched by any of this
     r = await client.invoke(broker, sql_pull("cg_raw", topic, 0, 0, "*", "TAG"), 5)
     assert [m.body for m in decode_records(r.body or b"")] == [b"r0", b"r4", b"sentinel-0"]
+
+
+async def test_held_sql_pull_wakes_only_for_a_matching_message(cluster: tuple[Daemon, Daemon],
+                                                                client: RemotingClient) -> None:
+    ns, broker = cluster[0].addr, cluster[1].addr
+    topic = "SqlHeld"
+    await produce(ns, topic, [])  # the topic and its sentinels; queue 0 ends at offset 1
+    held = asyncio.ensure_future(client.invoke(broker, sql_pull("cg_held", topic, 0, 1, "a = 7", suspend_ms=10_000),
+                                               15))
+    async with Producer("pg_filter", ns) as p:
+        q0 = next(q for q in await p.fetch_publish_message_queues(topic) if q.queue_id == 0)
+        await p.send(Message(topic, b"no", properties={"a": "1"}), queue=q0)
+        # A wake answers within milliseconds of the dispatch; half a second of nothing is the proof.
+        assert not await wait_until(held.done, 0.5), "a message the selector refuses leaves the pull parked"
+        await p.send(Message(topic, b"yes", properties={"a": "7"}), queue=q0)
+    r = await asyncio.wait_for(held, 5)
+    assert r.code == ResponseCode.SUCCESS and [m.body for m in decode_records(r.body or b"")] == [b"yes"]
 
 
 def check_client_config(sql: str, expression_type: str = "SQL92") -> RemotingCommand:

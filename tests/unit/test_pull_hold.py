@@ -56,3 +56,20 @@ async def test_periodic_check_and_deadline() -> None:
     assert await asyncio.wait_for(woken.get(), 2) == 1
     assert service.held == 0
     await service.shutdown()
+
+
+async def test_sql_pull_wakes_only_for_matching_properties() -> None:
+    service, woken = await _service({})
+    pull = _pull(1, 0)
+    pull.matches_properties = lambda text: "a\x017" in text.split("\x02")
+    service.suspend_pull_request(pull)
+    service.notify_message_arriving("T", 0, 1, tags_code=0, properties="a\x011")
+    assert service.held == 1, "properties the selector refuses leave the pull parked"
+    service.notify_message_arriving("T", 0, 2, tags_code=0, properties="b\x012\x02a\x017")
+    assert await asyncio.wait_for(woken.get(), 2) == 1
+    service.suspend_pull_request(pull2 := _pull(2, 0))
+    pull2.matches_properties = lambda text: False
+    service.check_hold_request()  # the periodic check knows no properties: growth alone wakes it
+    service.notify_message_arriving("T", 0, 3)
+    assert await asyncio.wait_for(woken.get(), 2) == 2
+    await service.shutdown()
