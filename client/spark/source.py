@@ -109,6 +109,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self._view: TopicView | None = None
         self._target: dict[str, int] | None = None  # availableNow: never read past this
+        self._mirrored: dict[str, int] | None = None
 
     def _topic(self) -> TopicView:
         if self._view is None:
@@ -128,6 +129,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = {k: q.max_offset for k, q in self._topic().queues().items()}
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        # Spark plans a micro-batch only once the one before it is done, so ``start`` is fully
+        # processed: mirror it now. commit() alone would never show the last batch of a query
+        # (Spark commits a batch while planning the next), and stop() may be cut short.
+        if start != self._mirrored:
+            self._mirror(start)
         queues = self._topic().queues()
         latest = {k: q.max_offset for k, q in queues.items()}
         if self._target is not None:
@@ -151,10 +157,14 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict[str, int]) -> None:
         """Mirror progress to ``consumerGroup``, so ``mqadmin consumerProgress`` shows the lag."""
+        self._mirror(end)
+
+    def _mirror(self, offsets: dict[str, int]) -> None:
+        self._mirrored = dict(offsets)
         if self.opts.consumer_group:
             view = self._topic()
             try:
-                view.commit(self.opts.consumer_group, end, view.queues())
+                view.commit(self.opts.consumer_group, offsets, view.queues())
             except Exception as exc:  # progress mirroring must never fail the query
                 log.warning("mirroring offsets to group %s failed: %s", self.opts.consumer_group, exc)
 
