@@ -7,6 +7,7 @@ when the range is done, so nothing but plain values is ever pickled.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -46,8 +47,15 @@ async def _new_client() -> RemotingClient:
     return RemotingClient()
 
 
-async def _pull(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
-    return await client.invoke(addr, request, timeout)
+async def _pull(client: RemotingClient, addr: str, requests: list[RemotingCommand], timeout: float
+                ) -> list[RemotingCommand]:
+    return list(await asyncio.gather(*(client.invoke(addr, r, timeout) for r in requests)))
+
+
+# Pulls in flight per task. Without a tag filter the offsets of the next pulls are known (each
+# returns up to maxMsgNums consecutive offsets), so a task asks for the next few ranges at once
+# instead of paying one round trip per pull, as a consumer pulling all its queues at once does.
+PULLS_IN_FLIGHT = 4
 
 
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
@@ -59,44 +67,54 @@ def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch
         run_sync(client.close())
 
 
+def _request(part: QueueRange, opts: SourceOptions, offset: int) -> RemotingCommand:
+    header = PullMessageRequestHeader(
+        consumerGroup=opts.pull_group, topic=part.topic, queueId=part.queue_id, queueOffset=offset,
+        maxMsgNums=min(opts.pull_batch_size, part.end - offset), sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
+        suspendTimeoutMillis=0, subVersion=0, subscription=opts.sub_expression, expressionType="TAG")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+
+
 def _read(client: RemotingClient, part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
     columns = RecordColumns(part.broker_name)
     offset = part.start
     not_found_since: float | None = None
+    where = f"{part.topic} {part.broker_name}:{part.queue_id}"
+    window = 1 if opts.tags is not None else PULLS_IN_FLIGHT
     while offset < part.end:
-        header = PullMessageRequestHeader(
-            consumerGroup=opts.pull_group, topic=part.topic, queueId=part.queue_id, queueOffset=offset,
-            maxMsgNums=min(opts.pull_batch_size, part.end - offset), sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
-            suspendTimeoutMillis=0, subVersion=0, subscription=opts.sub_expression, expressionType="TAG")
-        r = run_sync(_pull(client, part.broker_addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header),
-                           opts.timeout))
-        next_offset = int((r.ext_fields or {}).get("nextBeginOffset", offset))
-        where = f"{part.topic} {part.broker_name}:{part.queue_id}"
-        if r.code == ResponseCode.SUCCESS:
-            seen, last = columns.add_body(r.body or b"", offset, part.end, opts.tags)
-            if seen and last + 1 > next_offset:
-                next_offset = last + 1
-            not_found_since = None
-            if len(columns) >= opts.rows_per_batch:
-                yield columns.take()
-        elif r.code == ResponseCode.PULL_OFFSET_MOVED and next_offset > offset:
-            data_loss(f"offsets {offset}..{min(next_offset, part.end) - 1} of {where} were deleted "
-                      f"(the queue now starts at {next_offset})", opts.fail_on_data_loss)
-        elif r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and next_offset > offset:
-            pass  # nothing matched the tags up to next_offset
-        elif r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
-            now = time.monotonic()
-            not_found_since = not_found_since or now
-            if now - not_found_since > NOT_FOUND_PATIENCE:
-                raise MQClientError(f"{where}: offset {offset} of the planned range [{part.start}, {part.end}) "
-                                    f"is not readable ({r.code} {r.remark})", r.code, r.remark)
-            time.sleep(0.05)  # back-off between retries of a not-yet-dispatched offset
-            continue
-        else:
-            raise MQClientError(f"pull of {where} at offset {offset} failed: {r.code} {r.remark}", r.code, r.remark)
-        if next_offset <= offset:
-            raise MQClientError(f"pull of {where} at offset {offset} made no progress ({r.code} {r.remark})",
-                                r.code, r.remark)
-        offset = next_offset
+        offsets = list(range(offset, part.end, opts.pull_batch_size))[:window]
+        responses = run_sync(_pull(client, part.broker_addr, [_request(part, opts, o) for o in offsets],
+                                   opts.timeout))
+        for asked, r in zip(offsets, responses, strict=True):
+            if asked != offset:
+                break  # an earlier answer moved elsewhere: the rest of the window is void
+            next_offset = int((r.ext_fields or {}).get("nextBeginOffset", offset))
+            if r.code == ResponseCode.SUCCESS:
+                seen, last = columns.add_body(r.body or b"", offset, part.end, opts.tags)
+                if seen and last + 1 > next_offset:
+                    next_offset = last + 1
+                not_found_since = None
+                if len(columns) >= opts.rows_per_batch:
+                    yield columns.take()
+            elif r.code == ResponseCode.PULL_OFFSET_MOVED and next_offset > offset:
+                data_loss(f"offsets {offset}..{min(next_offset, part.end) - 1} of {where} were deleted "
+                          f"(the queue now starts at {next_offset})", opts.fail_on_data_loss)
+            elif r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and next_offset > offset:
+                pass  # nothing matched the tags up to next_offset
+            elif r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+                now = time.monotonic()
+                not_found_since = not_found_since or now
+                if now - not_found_since > NOT_FOUND_PATIENCE:
+                    raise MQClientError(f"{where}: offset {offset} of the planned range [{part.start}, {part.end}) "
+                                        f"is not readable ({r.code} {r.remark})", r.code, r.remark)
+                time.sleep(0.05)  # back-off between retries of a not-yet-dispatched offset
+                break
+            else:
+                raise MQClientError(f"pull of {where} at offset {offset} failed: {r.code} {r.remark}",
+                                    r.code, r.remark)
+            if next_offset <= offset:
+                raise MQClientError(f"pull of {where} at offset {offset} made no progress ({r.code} {r.remark})",
+                                    r.code, r.remark)
+            offset = next_offset
     if len(columns):
         yield columns.take()
