@@ -52,10 +52,6 @@ async def _pull(client: RemotingClient, addr: str, requests: list[RemotingComman
     return list(await asyncio.gather(*(client.invoke(addr, r, timeout) for r in requests)))
 
 
-# Pulls in flight per task. Without a tag filter the offsets of the next pulls are known (each
-# returns up to maxMsgNums consecutive offsets), so a task asks for the next few ranges at once
-# instead of paying one round trip per pull, as a consumer pulling all its queues at once does.
-PULLS_IN_FLIGHT = 4
 
 
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
@@ -80,7 +76,10 @@ def _read(client: RemotingClient, part: QueueRange, opts: SourceOptions) -> Iter
     offset = part.start
     not_found_since: float | None = None
     where = f"{part.topic} {part.broker_name}:{part.queue_id}"
-    window = 1 if opts.tags is not None else PULLS_IN_FLIGHT
+    # Without a tag filter the offsets of the next pulls are known (each returns up to maxMsgNums
+    # consecutive offsets), so a task asks for the next few ranges at once (pullsInFlight) instead
+    # of paying one round trip per pull, as a consumer pulling all its queues at once does.
+    window = 1 if opts.tags is not None else opts.pulls_in_flight
     while offset < part.end:
         offsets = list(range(offset, part.end, opts.pull_batch_size))[:window]
         responses = run_sync(_pull(client, part.broker_addr, [_request(part, opts, o) for o in offsets],

@@ -19,7 +19,7 @@ from client.allocate import MessageQueue
 from client.message import Message, SendResult
 from client.sync import BlockingProducer, run_sync
 from tests.integration.conftest import daemons  # noqa: F401  (the per-test cluster fixture)
-from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pytest.importorskip("pyarrow", reason="the spark extra is not installed")
@@ -100,4 +100,4 @@ def stats(ns: Daemon, topic: str) -> dict[MessageQueue, Any]:
     return run_sync(run())
 
 
-__all__ = ["DaemonSet", "create_topic", "send", "stats", "wait_route"]
+__all__ = ["ROOT", "DaemonSet", "create_topic", "send", "stats", "wait_route"]

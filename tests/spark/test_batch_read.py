@@ -12,6 +12,9 @@ from client.message import Message
 from tests.integration.daemons import Daemon
 from tests.spark.conftest import create_topic, send
 
+# A SparkSession and real daemons: over a minute in all (CI runs slow suites too).
+pytestmark = pytest.mark.slow
+
 
 def _reader(spark: Any, ns: Daemon, topic: str, **options: str) -> Any:
     r = spark.read.format("rocketmq").option("namesrvAddr", ns.addr).option("topic", topic)

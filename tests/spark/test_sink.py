@@ -9,6 +9,9 @@ import pytest
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.spark.conftest import create_topic
 
+# A SparkSession and real daemons: over a minute in all (CI runs slow suites too).
+pytestmark = pytest.mark.slow
+
 
 def test_sink_round_trip(spark: Any, cluster: tuple[Daemon, Daemon]) -> None:
     ns, broker = cluster

@@ -16,6 +16,9 @@ from client.sync import run_sync
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.spark.conftest import create_topic, send, stats
 
+# A SparkSession and real daemons: over a minute in all (CI runs slow suites too).
+pytestmark = pytest.mark.slow
+
 
 def _stream(spark: Any, ns: Daemon, topic: str, **options: str) -> Any:
     r = (spark.readStream.format("rocketmq").option("namesrvAddr", ns.addr).option("topic", topic)
