@@ -111,6 +111,10 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None  # availableNow: never read past this
         self._mirrored: dict[str, int] | None = None
 
+    def __getstate__(self) -> dict[str, object]:
+        # A pickled reader carries options only: its Admin (sockets, a loop) stays on the driver.
+        return {**self.__dict__, "_view": None}
+
     def _topic(self) -> TopicView:
         if self._view is None:
             self._view = TopicView(self.opts.namesrv_addr, self.opts.topic, self.opts.timeout)
