@@ -1,28 +1,37 @@
 # The README's two commands: `make run` and `make test`. Both build .venv from scratch on a
-# fresh machine, so nothing installed by hand is needed.
+# fresh machine, so nothing installed by hand is needed. `run` installs only the daemons' own
+# dependencies; `test` adds the dev tools and the spark extra (pyspark + pyarrow for
+# tests/spark; Java 17 must be on the machine).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-dev
+BASE   := $(VENV)/.installed-base
+FULL   := $(VENV)/.installed-dev-spark
 
 .PHONY: run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
 
-run: $(STAMP)
+$(BASE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE)
+
+$(FULL): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	touch $(FULL) $(BASE)
+
+run: $(BASE)
 	$(BIN)/mqstandalone
 
 # pytest exits 5 when it collected nothing; that must fail, never pass silently.
-test: $(STAMP)
+test: $(FULL)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
-lint: $(STAMP)
+lint: $(FULL)
 	$(BIN)/ruff check .
 
 clean:

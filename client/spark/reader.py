@@ -1,0 +1,119 @@
+"""The executor side: pull one QueueRange from its broker into Arrow record batches.
+
+Runs inside a Spark Python worker, which is synchronous: the pulls go through the SDK's
+background event loop (client.sync). Each read opens its own remoting connection and closes it
+when the range is done, so nothing but plain values is ever pickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from client.errors import MQClientError
+from client.spark.options import SourceOptions
+from client.spark.partitions import QueueRange
+from client.spark.records import RecordColumns
+from client.sync import run_sync
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
+
+log = logging.getLogger("rocketmq.spark")
+
+# PULL_NOT_FOUND inside a range the driver saw as written means the broker has not dispatched
+# it to the ConsumeQueue yet (or lost it): retried for this long, then the task fails.
+NOT_FOUND_PATIENCE = 10.0
+
+
+class DataLossError(MQClientError):
+    """Offsets that were due to be read are gone (retention deleted them)."""
+
+
+def data_loss(what: str, fail: bool) -> None:
+    if fail:
+        raise DataLossError(f"{what}. Some data may have been lost because it is no longer available in "
+                            "RocketMQ (retention deleted it). If you want your query to skip it and go on, "
+                            "set the option failOnDataLoss to false.")
+    log.warning("%s; skipping ahead (failOnDataLoss=false)", what)
+
+
+async def _new_client() -> RemotingClient:
+    return RemotingClient()
+
+
+async def _pull(client: RemotingClient, addr: str, requests: list[RemotingCommand], timeout: float
+                ) -> list[RemotingCommand]:
+    return list(await asyncio.gather(*(client.invoke(addr, r, timeout) for r in requests)))
+
+
+
+
+def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
+    """Every message of ``part`` (tag-filtered), in queue order, ``rowsPerBatch`` rows at a time."""
+    client = run_sync(_new_client())
+    try:
+        yield from _read(client, part, opts)
+    finally:
+        run_sync(client.close())
+
+
+def _request(part: QueueRange, opts: SourceOptions, offset: int) -> RemotingCommand:
+    header = PullMessageRequestHeader(
+        consumerGroup=opts.pull_group, topic=part.topic, queueId=part.queue_id, queueOffset=offset,
+        maxMsgNums=min(opts.pull_batch_size, part.end - offset), sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
+        suspendTimeoutMillis=0, subVersion=0, subscription=opts.sub_expression, expressionType="TAG")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
+
+
+def _read(client: RemotingClient, part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
+    columns = RecordColumns(part.broker_name)
+    offset = part.start
+    not_found_since: float | None = None
+    where = f"{part.topic} {part.broker_name}:{part.queue_id}"
+    # Without a tag filter the offsets of the next pulls are known (each returns up to maxMsgNums
+    # consecutive offsets), so a task asks for the next few ranges at once (pullsInFlight) instead
+    # of paying one round trip per pull, as a consumer pulling all its queues at once does.
+    window = 1 if opts.tags is not None else opts.pulls_in_flight
+    while offset < part.end:
+        offsets = list(range(offset, part.end, opts.pull_batch_size))[:window]
+        responses = run_sync(_pull(client, part.broker_addr, [_request(part, opts, o) for o in offsets],
+                                   opts.timeout))
+        for asked, r in zip(offsets, responses, strict=True):
+            if asked != offset:
+                break  # an earlier answer moved elsewhere: the rest of the window is void
+            next_offset = int((r.ext_fields or {}).get("nextBeginOffset", offset))
+            if r.code == ResponseCode.SUCCESS:
+                seen, last = columns.add_body(r.body or b"", offset, part.end, opts.tags)
+                if seen and last + 1 > next_offset:
+                    next_offset = last + 1
+                not_found_since = None
+                if len(columns) >= opts.rows_per_batch:
+                    yield columns.take()
+            elif r.code == ResponseCode.PULL_OFFSET_MOVED and next_offset > offset:
+                data_loss(f"offsets {offset}..{min(next_offset, part.end) - 1} of {where} were deleted "
+                          f"(the queue now starts at {next_offset})", opts.fail_on_data_loss)
+            elif r.code == ResponseCode.PULL_RETRY_IMMEDIATELY and next_offset > offset:
+                pass  # nothing matched the tags up to next_offset
+            elif r.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+                now = time.monotonic()
+                not_found_since = not_found_since or now
+                if now - not_found_since > NOT_FOUND_PATIENCE:
+                    raise MQClientError(f"{where}: offset {offset} of the planned range [{part.start}, {part.end}) "
+                                        f"is not readable ({r.code} {r.remark})", r.code, r.remark)
+                time.sleep(0.05)  # back-off between retries of a not-yet-dispatched offset
+                break
+            else:
+                raise MQClientError(f"pull of {where} at offset {offset} failed: {r.code} {r.remark}",
+                                    r.code, r.remark)
+            if next_offset <= offset:
+                raise MQClientError(f"pull of {where} at offset {offset} made no progress ({r.code} {r.remark})",
+                                    r.code, r.remark)
+            offset = next_offset
+    if len(columns):
+        yield columns.take()

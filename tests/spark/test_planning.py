@@ -1,0 +1,97 @@
+"""The connector's pure parts, no Spark session or sockets: options, admission control, range
+splitting and the record decoder."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from client.spark.options import OptionError, sink_options, source_options
+from client.spark.partitions import QueueRange, split_ranges
+from client.spark.records import RecordColumns
+from client.spark.source import cap_offsets
+from remoting.protocol.message import COMPRESSED_FLAG, MessageExt, encode_record
+
+BASE = {"namesrvAddr": "127.0.0.1:9876", "topic": "T"}
+
+
+def test_source_options_defaults_and_case_insensitivity() -> None:
+    o = source_options({"NAMESRVADDR": "h:1", "Topic": "T", "subexpression": "A || B"}, streaming=True)
+    assert o.namesrv_addr == "h:1" and o.starting_offsets == "latest" and o.tags == frozenset({"A", "B"})
+    assert o.fail_on_data_loss and o.pull_group == "TOOLS_CONSUMER"
+    assert source_options(BASE, streaming=False).starting_offsets == "earliest"
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"topic": "T"}, "namesrvAddr is required"),
+    ({"namesrvAddr": "h:1"}, "topic is required"),
+    ({**BASE, "startingOffsets": "[1]"}, "must map"),
+    ({**BASE, "startingOffsets": '{"broker-a": 1}'}, "brokerName:queueId"),
+    ({**BASE, "startingOffsets": '{"broker-a:0": -5}'}, "negative"),
+    ({**BASE, "endingOffsets": "earliest"}, "cannot be 'earliest'"),
+    ({**BASE, "startingOffsets": "latest"}, "batch read"),
+    ({**BASE, "startingTimestamp": "1", "startingOffsets": "earliest"}, "not both"),
+    ({**BASE, "minPartitions": "0"}, "minPartitions must be >= 1"),
+    ({**BASE, "failOnDataLoss": "maybe"}, "true or false"),
+    ({**BASE, "subExpression": "||"}, "invalid subExpression"),
+])
+def test_bad_source_options_are_refused_with_their_name(options: dict[str, str], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        source_options(options, streaming=False)
+
+
+def test_ending_options_are_refused_for_streams() -> None:
+    with pytest.raises(OptionError, match="for batch reads"):
+        source_options({**BASE, "endingOffsets": "latest"}, streaming=True)
+
+
+def test_sink_options() -> None:
+    assert sink_options({"namesrvAddr": "h:1"}).batch_size == 64
+    with pytest.raises(OptionError, match="batchSize"):
+        sink_options({"namesrvAddr": "h:1", "batchSize": "x"})
+
+
+@given(st.dictionaries(st.sampled_from([f"b:{i}" for i in range(6)]), st.tuples(st.integers(0, 500),
+                                                                                 st.integers(0, 500)),
+                       min_size=1), st.integers(1, 400))
+def test_cap_offsets_never_exceeds_the_limit_and_never_goes_backwards(ranges: dict[str, tuple[int, int]],
+                                                                      limit: int) -> None:
+    start = {k: min(a, b) for k, (a, b) in ranges.items()}
+    end = {k: max(a, b) for k, (a, b) in ranges.items()}
+    capped = cap_offsets(start, end, limit)
+    taken = sum(capped[k] - start[k] for k in end)
+    assert taken == min(limit, sum(end[k] - start[k] for k in end))
+    assert all(start[k] <= capped[k] <= end[k] for k in end)
+
+
+def test_split_ranges_covers_every_offset_once() -> None:
+    ranges = [QueueRange("T", "b", "a:1", 0, 0, 100), QueueRange("T", "b", "a:1", 1, 10, 13),
+              QueueRange("T", "b", "a:1", 2, 5, 5)]
+    assert split_ranges(ranges, None) == ranges[:2]
+    parts = split_ranges(ranges, 10)
+    assert len(parts) >= 10
+    covered = sorted((p.queue_id, o) for p in parts for o in range(p.start, p.end))
+    assert covered == [(0, o) for o in range(100)] + [(1, o) for o in range(10, 13)]
+
+
+def test_record_columns_decode_range_tags_and_compressed_bodies() -> None:
+    records = []
+    for i in range(6):
+        body, flag = (zlib.compress(b"z" * 5000), COMPRESSED_FLAG) if i == 4 else (f"m{i}".encode(), 0)
+        records.append(encode_record(MessageExt(topic="T", body=body, queue_id=3, queue_offset=10 + i,
+                                                sys_flag=flag, born_timestamp=1000 + i, store_timestamp=2000 + i,
+                                                store_host=("10.0.0.1", 10911),
+                                                properties={"TAGS": "A" if i % 2 == 0 else "B", "KEYS": f"k{i}"})))
+    cols = RecordColumns("broker-x")
+    seen, last = cols.add_body(b"".join(records), 11, 16, frozenset({"A"}))
+    assert (seen, last) == (6, 15)
+    batch = cols.take().to_pydict()
+    assert batch["queueOffset"] == [12, 14] and batch["body"] == [b"m2", b"z" * 5000]
+    assert batch["brokerName"] == ["broker-x"] * 2 and batch["queueId"] == [3, 3]
+    assert batch["keys"] == ["k2", "k4"] and batch["tags"] == ["A", "A"]
+    assert batch["msgId"][0].startswith("0A000001") and len(batch["msgId"][0]) == 32  # offset msg id
+    assert batch["bornTimestamp"][0].timestamp() == 1.002
+    assert len(cols) == 0
