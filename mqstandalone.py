@@ -60,7 +60,7 @@ async def _demo(namesrv_addr: str, broker_addr: str) -> None:
                                         queueOffset=offsets[0], maxMsgNums=3, sysFlag=FLAG_SUBSCRIPTION,
                                         commitOffset=0, suspendTimeoutMillis=0, subVersion=0, subscription="*")
         got = await client.invoke(broker_addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, pull), 5)
-        for msg in decode_records(got.body or b""):
+        for msg in decode_records(got.body or b"", decompress=True):
             print(f"demo: pulled offset {msg.queue_offset}: {msg.body.decode()!r} keys={msg.keys}")
         route = await client.invoke(namesrv_addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                                           {"topic": DEMO_TOPIC}), 5)

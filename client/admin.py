@@ -198,7 +198,7 @@ class Admin:
         (host, port), offset = decode_offset_msg_id(offset_msg_id)
         addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         r = await self._call(addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
-        return next(decode_records(r.body or b""))
+        return next(decode_records(r.body or b"", decompress=True))
 
     async def query_message(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
                             end: int = 2**63 - 1, unique_key: bool = False) -> list[MessageExt]:
@@ -209,7 +209,7 @@ class Admin:
             r = await self._call(addr, RequestCode.QUERY_MESSAGE, header,
                                  ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
             if r.code == ResponseCode.SUCCESS:
-                found.extend(decode_records(r.body or b""))
+                found.extend(decode_records(r.body or b"", decompress=True))
         return found[:max_num]
 
     async def query_message_by_unique_key(self, topic: str, msg_id: str) -> MessageExt | None:
@@ -226,7 +226,9 @@ class Admin:
                   "suspendTimeoutMillis": "0", "subVersion": "0", "subscription": "*"}
         r = await self._call(addr, RequestCode.PULL_MESSAGE, header,
                              ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED))
-        return next(decode_records(r.body), None) if r.code == ResponseCode.SUCCESS and r.body else None
+        if r.code != ResponseCode.SUCCESS or not r.body:
+            return None
+        return next(decode_records(r.body, decompress=True), None)
 
     # -- additions for mqadmin: brokers, subscription groups, KV config, raw pulls ----------
     # (RocketMQ's DefaultMQAdminExt has each of these; mqadmin's commands map onto them.)
@@ -323,7 +325,7 @@ class Admin:
                              ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED,
                                  ResponseCode.PULL_RETRY_IMMEDIATELY))
         next_offset = int((r.ext_fields or {}).get("nextBeginOffset", offset))
-        msgs = list(decode_records(r.body)) if r.code == ResponseCode.SUCCESS and r.body else []
+        msgs = list(decode_records(r.body, decompress=True)) if r.code == ResponseCode.SUCCESS and r.body else []
         return msgs, next_offset
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int) -> None:

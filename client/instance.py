@@ -118,7 +118,7 @@ class MQClientInstance:
         addr = getattr(conn, "remote_addr", "?")
         try:
             header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields or {})
-            msg = decode_record(request.body or b"")
+            msg = decode_record(request.body or b"", decompress=True)
         except (ValueError, RecordError) as exc:
             log.warning("bad CHECK_TRANSACTION_STATE from %s: %s", addr, exc)
             return

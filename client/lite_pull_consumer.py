@@ -53,7 +53,7 @@ from remoting.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
 )
-from remoting.protocol.message import MessageConst, MessageExt, decode_records, java_string_hash
+from remoting.protocol.message import MessageConst, MessageExt, RecordError, decode_records, java_string_hash
 from remoting.protocol.route import MASTER_ID
 from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
@@ -108,6 +108,20 @@ class _Batch:
     # The queue state that pulled it: a seek or a rebalance replaces the state, which makes
     # every batch pulled before it stale, whichever way the offset moved.
     state: _QueueState | None = None
+
+
+def _decode_pulled(body: bytes, mq: MessageQueue, offset: int) -> list[MessageExt]:
+    """The records of a pull response up to the first one that does not decode.
+
+    As in Java's ``MessageDecoder.decodes``, an undecodable record (say a flagged body that does
+    not inflate) ends the batch instead of stopping the queue: it can never decode on a retry.
+    """
+    msgs: list[MessageExt] = []
+    try:
+        msgs.extend(decode_records(body, decompress=True))
+    except RecordError as exc:
+        log.error("undecodable record in %s after offset %d (%d decoded): %s", mq, offset, len(msgs), exc)
+    return msgs
 
 
 class LitePullConsumer:
@@ -552,7 +566,7 @@ class LitePullConsumer:
                                                    self.broker_suspend_max_time + 10)
                 ext = r.ext_fields or {}
                 if r.code == ResponseCode.SUCCESS:
-                    msgs = [m for m in decode_records(r.body or b"")
+                    msgs = [m for m in _decode_pulled(r.body or b"", mq, state.next_offset)
                             if not sub.tagsSet or m.properties.get(MessageConst.TAGS) in sub.tagsSet]
                     state.next_offset = int(ext["nextBeginOffset"])
                     if msgs:

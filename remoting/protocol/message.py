@@ -257,11 +257,14 @@ class RecordError(ValueError):
 
 
 def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_crc: bool = False,
-                  read_body: bool = True, strict: bool = False) -> MessageExt:
+                  read_body: bool = True, strict: bool = False, decompress: bool = False) -> MessageExt:
     """Decode the record at ``pos``; raises RecordError when it is torn, mis-sized or corrupt.
 
     ``strict`` (recovery) also refuses NUL bytes in the topic and properties: 4.9 records carry
     no checksum over those parts, and zeros there are the unwritten tail of a torn record.
+    ``decompress`` is the client's view (Java's ``deCompressBody``): a body stored zlib-compressed
+    is handed to the user inflated, with the sysFlag left as stored. The broker keeps bodies as
+    stored, so a message it re-puts (retry, schedule, transaction) stays compressed.
     """
     end_of_buf = len(buf)
     if end_of_buf - pos < _HEAD.size:
@@ -300,17 +303,22 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
         raise RecordError(f"corrupt record: {exc}") from None
     if p - pos != total:
         raise RecordError(f"record size {total} does not match its fields ({p - pos})")
+    if decompress and sys_flag & COMPRESSED_FLAG and body:
+        try:
+            body = zlib.decompress(body)
+        except zlib.error as exc:
+            raise RecordError(f"compressed body does not inflate: {exc}") from None
     return MessageExt(topic=topic, body=body, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
                       commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
                       store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
                       prepared_transaction_offset=prepared, properties=props, body_crc=crc, store_size=total)
 
 
-def decode_records(buf: bytes | bytearray | memoryview) -> Iterator[MessageExt]:
+def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = False) -> Iterator[MessageExt]:
     """Every record of a pull/query body, in order."""
     pos = 0
     while pos < len(buf):
-        msg = decode_record(buf, pos)
+        msg = decode_record(buf, pos, decompress=decompress)
         yield msg
         pos += msg.store_size
 

@@ -10,7 +10,9 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from client import (
+    Admin,
     ClientStateError,
+    LitePullConsumer,
     Message,
     MessageValidationError,
     NoRouteError,
@@ -97,6 +99,23 @@ async def test_batch_and_compression(producer: Producer, cluster: tuple[Daemon, 
     msgs = await pull_all(cluster[1], "ProdBatch", 0)
     assert [m.body for m in msgs[:4]] == [b"b0", b"b1", b"b2", b"b3"]
     assert msgs[4].sys_flag & COMPRESSED_FLAG and zlib.decompress(msgs[4].body) == big
+
+
+async def test_consumers_and_admin_hand_back_inflated_bodies(producer: Producer,
+                                                             cluster: tuple[Daemon, Daemon]) -> None:
+    """A body the producer compressed is stored compressed but reaches users as it was sent."""
+    big = os.urandom(3000) * 4
+    queue = (await producer.fetch_publish_message_queues("ProdInflate"))[0]
+    sent = await producer.send(Message("ProdInflate", big, keys="inflate-1"), queue=queue)
+    stored = await pull_all(cluster[1], "ProdInflate", queue.queue_id)
+    assert stored[0].sys_flag & COMPRESSED_FLAG and stored[0].body != big
+    async with LitePullConsumer("cg_inflate", cluster[0].addr, instance_name="inflate") as consumer:
+        consumer.assign([queue])
+        got = await consumer.poll(timeout=5.0)
+    assert [m.body for m in got] == [big]
+    async with Admin(cluster[0].addr) as admin:
+        viewed = await admin.view_message(sent.offset_msg_id)
+    assert viewed.body == big and viewed.sys_flag & COMPRESSED_FLAG
 
 
 async def test_no_route_and_bad_input(tmp_path: str) -> None:
