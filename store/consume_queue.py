@@ -94,6 +94,24 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return True
 
+    def put_units(self, units: list[tuple[int, int, int]], first_cq_offset: int) -> bool:
+        """Units ``first_cq_offset`` onwards in one write, when they follow the last unit in
+        the current file and fit in it; False (nothing written) otherwise, for the caller to
+        put them one at a time through ``put_message_position_info``."""
+        files = self.queue.files
+        if not files or units[0][0] < self.max_physic_offset:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        end = pos + len(units) * CQ_STORE_UNIT_SIZE
+        if end > self.file_size or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
+            return False
+        mf.mm[pos:end] = b"".join([_UNIT.pack(*unit) for unit in units])
+        mf.wrote_position = end
+        offset, size, _ = units[-1]
+        self.max_physic_offset = offset + size
+        return True
+
     def unit_at(self, index: int) -> tuple[int, int, int] | None:
         pos = index * CQ_STORE_UNIT_SIZE
         mf = self.queue.find_mapped_file_by_offset(pos)

@@ -32,10 +32,9 @@ import time
 from remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
+    find_property,
 )
 from store.index_file import IndexService
 
@@ -217,24 +216,6 @@ class _CommitLogReader:
                 self.maps.pop(start).close()
 
 
-_KEYS = MessageConst.KEYS + NAME_VALUE_SEPARATOR
-_UNIQ_KEY = MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR
-
-
-def _property(props: str, prefix: str) -> str | None:
-    """One property's value, found without splitting the whole string (this runs per record)."""
-    start = 0
-    while True:
-        i = props.find(prefix, start)
-        if i < 0:
-            return None
-        if i == 0 or props[i - 1] == PROPERTY_SEPARATOR:
-            i += len(prefix)
-            end = props.find(PROPERTY_SEPARATOR, i)
-            return (props[i:] if end < 0 else props[i:end]) or None
-        start = i + 1
-
-
 def index_records(reader: _CommitLogReader, index: IndexService, offset: int, end: int) -> tuple[int, int]:
     """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
     looks at its parent and its stop flag often); returns the new offset and the last store time."""
@@ -265,8 +246,8 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         (props_len,) = _I16.unpack_from(mm, p)
         if sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE and props_len > 0:
             props = mm[p + 2:p + 2 + props_len].decode()
-            keys = _property(props, _KEYS)
-            uniq = _property(props, _UNIQ_KEY)
+            keys = find_property(props, MessageConst.KEYS)
+            uniq = find_property(props, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if keys or uniq:
                 index.build_index(topic, keys.split(MessageConst.KEY_SEPARATOR) if keys else [], uniq, offset,
                                   store_ts)

@@ -64,6 +64,7 @@ class PutMessageResult:
 
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPENDED = AppendMessageStatus.PUT_OK
+_QUEUED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
                      PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
@@ -441,9 +442,11 @@ class DefaultMessageStore:
             return self._create_failed(exc)
         if result.status is not _APPENDED:
             return self._not_appended(result)
-        dispatch = self._dispatch
-        for msg, size in result.written:
-            dispatch(msg, size, True)
+        written = result.written
+        if not self._dispatch_one_queue(written):
+            dispatch = self._dispatch
+            for msg, size in written:
+                dispatch(msg, size, True)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
@@ -493,6 +496,24 @@ class DefaultMessageStore:
                                                msg.store_timestamp, msg.properties_string)
         if self._index_inline:
             self._build_index(msg)
+
+    def _dispatch_one_queue(self, written: list[tuple[MessageExtBrokerInner, int]]) -> bool:
+        """``_dispatch`` for a batch bound for one queue (what a batch send is): its units go
+        into the ConsumeQueue in one write. False when the batch is not that plain case."""
+        first = written[0][0]
+        topic, queue_id = first.topic, first.queue_id
+        if self._index_inline or topic == SCHEDULE_TOPIC or not all(
+                m.topic == topic and m.queue_id == queue_id and m.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES
+                for m, _ in written):
+            return False
+        if not self.find_consume_queue(topic, queue_id).put_units(
+                [(m.commit_log_offset, size, m.tags_code) for m, size in written], first.queue_offset):
+            return False
+        listener = self.message_arriving_listener
+        if listener is not None:
+            for m, _ in written:
+                listener(topic, queue_id, m.queue_offset + 1, m.tags_code, m.store_timestamp, m.properties_string)
+        return True
 
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
         if (msg.keys or msg.uniq_key) and msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:

@@ -28,12 +28,16 @@ from remoting.connection import RemotingConnection
 from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.protocol.message import (
     MULTI_TAGS_FLAG,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    BatchEntry,
     MessageConst,
     RecordError,
     decode_batch,
+    find_property,
     properties_to_string,
     string_to_properties,
     tags_string_to_tags_code,
@@ -255,16 +259,51 @@ class SendMessageProcessor:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
         header_props = string_to_properties(header.properties or "")
         header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
-        msgs = []
         for entry in entries:
-            props = string_to_properties(entry.properties)
-            if props.get(MessageConst.DELAY_TIME_LEVEL) or props.get(MessageConst.TRANSACTION_PREPARED) == "true":
+            if (find_property(entry.properties, MessageConst.DELAY_TIME_LEVEL)
+                    or find_property(entry.properties, MessageConst.TRANSACTION_PREPARED) == "true"):
                 return request.response(ResponseCode.MESSAGE_ILLEGAL,
                                         "batch messages cannot be delayed or transactional")
-            props.update({k: v for k, v in header_props.items() if k not in props})
-            msgs.append(self._inner(conn, header, header.topic, queue_id, entry.body, entry.flag, props, topic_config))
+        if header_props:
+            msgs = []
+            for entry in entries:
+                props = string_to_properties(entry.properties)
+                props.update({k: v for k, v in header_props.items() if k not in props})
+                msgs.append(self._inner(conn, header, header.topic, queue_id, entry.body, entry.flag, props,
+                                        topic_config))
+        else:
+            msgs = self._batch_inners(conn, header, queue_id, entries, topic_config)
         result = await self.broker.message_store.put_messages(msgs)
         return self._response(request, result, queue_id)
+
+    def _batch_inners(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int,
+                      entries: list[BatchEntry], topic_config: TopicConfig) -> list[MessageExtBrokerInner]:
+        """``_inner`` for each entry of a batch whose header adds no properties (what clients
+        send): each entry's properties string is stored as sent with CLUSTER appended, as Java's
+        batch encoder does, and only the names the store needs are looked up, without parsing
+        every entry into a dict and back (a batch is most of a broker's per-message work)."""
+        broker = self.broker
+        cluster = MessageConst.CLUSTER
+        suffix = f"{cluster}{NAME_VALUE_SEPARATOR}{broker.broker_config.brokerClusterName}"
+        sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
+                                     else 0)
+        born_host = self._born_host(conn.remote_addr)
+        store_host = broker.store_host
+        topic, born_ts, reconsume = header.topic, header.bornTimestamp, header.reconsumeTimes or 0
+        msgs = []
+        for entry in entries:
+            text = entry.properties
+            if find_property(text, cluster) is not None:  # CLUSTER is the broker's to set
+                props = string_to_properties(text)
+                props.pop(cluster)
+                text = properties_to_string(props)
+            keys = find_property(text, MessageConst.KEYS)
+            msgs.append(MessageExtBrokerInner(
+                topic, entry.body, queue_id, entry.flag, f"{text}{PROPERTY_SEPARATOR}{suffix}" if text else suffix,
+                tags_string_to_tags_code(find_property(text, MessageConst.TAGS)), sys_flag, born_ts, born_host,
+                store_host, reconsume, keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
+                uniq_key=find_property(text, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)))
+        return msgs
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         # The common case without hashing the Enum (its __hash__ is Python code).

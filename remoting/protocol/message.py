@@ -127,6 +127,23 @@ def properties_to_string(props: dict[str, str]) -> str:
         return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None)
 
 
+def find_property(text: str, name: str) -> str | None:
+    """One property's value, found without parsing the whole string: the store's index and the
+    batch send path read two or three names per record. A whole-name match only (``MYKEYS`` is
+    not ``KEYS``); an empty value is no value, as in ``string_to_properties``."""
+    prefix = name + NAME_VALUE_SEPARATOR
+    start = 0
+    while True:
+        i = text.find(prefix, start)
+        if i < 0:
+            return None
+        if i == 0 or text[i - 1] == PROPERTY_SEPARATOR:
+            i += len(prefix)
+            end = text.find(PROPERTY_SEPARATOR, i)
+            return (text[i:] if end < 0 else text[i:end]) or None
+        start = i + 1
+
+
 def string_to_properties(text: str) -> dict[str, str]:
     """Java's MessageDecoder.string2messageProperties: malformed entries are skipped."""
     if not text:

@@ -34,12 +34,14 @@ def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str 
     return RemotingCommand.request(RequestCode.SEND_MESSAGE, v1, body)
 
 
-def batch_request(topic: str, bodies: list[bytes], queue_id: int = 0) -> RemotingCommand:
+def batch_request(topic: str, bodies: list[bytes], queue_id: int = 0,
+                  entry_properties: list[str] | None = None) -> RemotingCommand:
     v1 = SendMessageRequestHeader(producerGroup="test_producer", topic=topic, defaultTopic="TBW102",
                                   defaultTopicQueueNums=4, queueId=queue_id, sysFlag=0,
                                   bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true",
                                   batch=True)
-    body = encode_batch([BatchEntry(0, b, f"KEYS\x01batch-{i}") for i, b in enumerate(bodies)])
+    props = entry_properties or [f"KEYS\x01batch-{i}" for i in range(len(bodies))]
+    body = encode_batch([BatchEntry(0, b, p) for b, p in zip(bodies, props, strict=True)])
     return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, SendMessageRequestHeaderV2.from_v1(v1), body)
 
 

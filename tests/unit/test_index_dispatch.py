@@ -149,16 +149,6 @@ async def test_the_child_leaves_when_its_store_process_dies(tmp_path: str) -> No
     wait_for_previous_child(root, 1.0)  # its lock is free: a new store may start at once
 
 
-def test_property_lookup_matches_whole_names_only() -> None:
-    from store.index_dispatch import _property
-
-    props = "MYKEYS\x01fake\x02KEYS\x01a b\x02UNIQ_KEY\x01U1"
-    assert _property(props, "KEYS\x01") == "a b"
-    assert _property(props, "UNIQ_KEY\x01") == "U1"
-    assert _property("KEYS\x01\x02X\x01y", "KEYS\x01") is None
-    assert _property("X\x01y", "KEYS\x01") is None
-
-
 async def test_a_ctrl_c_to_the_process_group_leaves_the_child_to_its_parent(tmp_path: str) -> None:
     s = await _started(str(tmp_path))
     try:

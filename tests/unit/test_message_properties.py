@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol.message import properties_to_string, string_to_properties
+from remoting.protocol.message import find_property, properties_to_string, string_to_properties
 
 _text = st.text(alphabet=st.sampled_from("ab\x01\x02=é"), max_size=30)
 _names = st.text(alphabet=st.characters(blacklist_characters="\x01\x02"), min_size=1, max_size=12)
@@ -36,3 +36,18 @@ def test_no_trailing_separator_and_none_values_skipped() -> None:
     assert properties_to_string({"TAGS": "a", "KEYS": "k"}) == "TAGS\x01a\x02KEYS\x01k"
     assert properties_to_string({"TAGS": "a", "KEYS": None}) == "TAGS\x01a"  # type: ignore[dict-item]
     assert string_to_properties("TAGS\x01a\x02\x02KEYS\x01\x02\x01v\x02X\x01y") == {"TAGS": "a", "X": "y"}
+
+
+@given(st.dictionaries(_names, _values, max_size=6), _names)
+def test_find_property_agrees_with_the_parsed_dict(props: dict[str, str], name: str) -> None:
+    text = properties_to_string(props)
+    for n in [*props, name]:
+        assert find_property(text, n) == string_to_properties(text).get(n)
+
+
+def test_find_property_matches_whole_names_only() -> None:
+    props = "MYKEYS\x01fake\x02KEYS\x01a b\x02UNIQ_KEY\x01U1"
+    assert find_property(props, "KEYS") == "a b"
+    assert find_property(props, "UNIQ_KEY") == "U1"
+    assert find_property("KEYS\x01\x02X\x01y", "KEYS") is None
+    assert find_property("X\x01y", "KEYS") is None

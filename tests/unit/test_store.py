@@ -19,6 +19,7 @@ from remoting.protocol.message import (
     decode_offset_msg_id,
     decode_record,
     encode_batch,
+    tags_string_to_tags_code,
 )
 from store.config import FlushDiskType
 from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
@@ -91,6 +92,31 @@ async def test_batch_records_get_consecutive_offsets(store: DefaultMessageStore)
     assert all(offsets[i] + sizes[i] == offsets[i + 1] for i in range(4))
 
 
+async def test_batches_fill_consume_queue_files_across_their_ends(store: DefaultMessageStore) -> None:
+    """A one-queue batch is written to the ConsumeQueue in one go; one that would cross the end
+    of a 50-unit file, or spans queues, goes unit by unit. Every unit must match its record."""
+    sent = []
+    for n in range(20):
+        tags = "TagA" if n % 2 else "TagB"
+        batch = [message("CQBatch", f"{n}-{k}".encode(), tags=tags) for k in range(7)]
+        assert (await store.put_messages(batch)).status == PutMessageStatus.PUT_OK
+        sent.extend((f"{n}-{k}".encode(), f"TAGS\x01{tags}") for k in range(7))
+    mixed = [message("CQBatch", b"mixed-0"), message("CQBatch", b"mixed-1", queue_id=1)]
+    assert (await store.put_messages(mixed)).status == PutMessageStatus.PUT_OK
+    sent.append((b"mixed-0", ""))
+    assert len(store.find_consume_queue("CQBatch", 0).queue.files) == 3
+    got, offset = [], 0
+    while (result := store.get_message("g", "CQBatch", 0, offset, 32)).status == GetMessageStatus.FOUND:
+        got.extend(independent_decode(b) for b in result.buffers)
+        offset = result.next_begin_offset
+    assert [(d["body"], d["properties"]) for d in got] == sent
+    assert [d["queueOffset"] for d in got] == list(range(len(sent)))
+    only_a = store.get_message("g", "CQBatch", 0, 0, 32, MessageFilter({tags_string_to_tags_code("TagA")}))
+    tag_a = [independent_decode(b)["body"] for b in only_a.buffers]
+    assert tag_a == [f"{n}-{k}".encode() for n in range(1, 20, 2) for k in range(7)][:len(tag_a)] and tag_a
+    assert independent_decode(store.get_message("g", "CQBatch", 1, 0, 1).buffers[0])["body"] == b"mixed-1"
+
+
 async def test_rolling_files_and_reads_across_them(store: DefaultMessageStore) -> None:
     bodies = [os.urandom(900 + i % 300) for i in range(300)]
     for i, body in enumerate(bodies):
@@ -123,7 +149,6 @@ async def test_rolling_files_and_reads_across_them(store: DefaultMessageStore) -
 async def test_tag_filter_and_offset_statuses(store: DefaultMessageStore) -> None:
     for i in range(10):
         await store.put_message(message("F", b"x", tags="TagA" if i % 2 else "TagB"))
-    from remoting.protocol.message import tags_string_to_tags_code
 
     only_a = MessageFilter({tags_string_to_tags_code("TagA")})
     got = store.get_message("g", "F", 0, 0, 32, only_a)
