@@ -243,6 +243,13 @@ class MessageExt:
 
 
 _HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
+_TOTAL_MAGIC = struct.Struct(">ii")
+_HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+# Everything from the size through the body length, by the host flags (born and store address
+# each 4+4 or 16+4 bytes): one unpack per record.
+_RECORD_HEADS = {flags: struct.Struct(f">iiiiiqqiq{20 if flags & BORNHOST_V6_FLAG else 8}sq"
+                                      f"{20 if flags & STOREHOSTADDRESS_V6_FLAG else 8}siqi")
+                 for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, _HOST_V6_FLAGS)}
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
@@ -286,18 +293,17 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
     end_of_buf = len(buf)
     if end_of_buf - pos < _HEAD.size:
         raise RecordError("truncated record header")
-    (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = _HEAD.unpack_from(buf, pos)
+    (total, magic) = _TOTAL_MAGIC.unpack_from(buf, pos)
     if magic != MESSAGE_MAGIC_CODE:
         raise RecordError(f"bad magic code {magic:#x}")
     if total < 91 or pos + total > end_of_buf:
         raise RecordError(f"record size {total} does not fit")
-    p = pos + _HEAD.size
+    (sys_flag,) = _I32.unpack_from(buf, pos + 36)
+    head = _RECORD_HEADS[sys_flag & _HOST_V6_FLAGS]
     try:
-        born_host, p = _read_host(buf, p, bool(sys_flag & BORNHOST_V6_FLAG))
-        (store_ts,) = _I64.unpack_from(buf, p)
-        store_host, p = _read_host(buf, p + 8, bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))
-        reconsume, prepared, body_len = struct.unpack_from(">iqi", buf, p)
-        p += 16
+        (_, _, crc, queue_id, flag, queue_offset, phys, _, born_ts, born_raw, store_ts, store_raw, reconsume,
+         prepared, body_len) = head.unpack_from(buf, pos)
+        p = pos + head.size
         if body_len < 0 or p + body_len > pos + total:
             raise RecordError(f"body length {body_len} does not fit")
         body = bytes(buf[p:p + body_len]) if read_body else b""
@@ -314,8 +320,10 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
         p += max(props_len, 0)
         if strict and (not topic_raw or b"\x00" in topic_raw or b"\x00" in props_raw):
             raise RecordError("NUL bytes in topic or properties: a torn record")
-        topic = topic_raw.decode()
+        topic = _TOPICS.get(topic_raw) or _topic_of(topic_raw)
         props = string_to_properties(props_raw.decode()) if props_raw else {}
+        born_host = _HOSTS.get(born_raw) or _host_of(born_raw)
+        store_host = _HOSTS.get(store_raw) or _host_of(store_raw)
     except (struct.error, IndexError, UnicodeDecodeError, OSError) as exc:
         raise RecordError(f"corrupt record: {exc}") from None
     if p - pos != total:
@@ -325,10 +333,29 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
             body = zlib.decompress(body)
         except zlib.error as exc:
             raise RecordError(f"compressed body does not inflate: {exc}") from None
-    return MessageExt(topic=topic, body=body, queue_id=queue_id, flag=flag, queue_offset=queue_offset,
-                      commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
-                      store_timestamp=store_ts, store_host=store_host, reconsume_times=reconsume,
-                      prepared_transaction_offset=prepared, properties=props, body_crc=crc, store_size=total)
+    return MessageExt(topic, body, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
+                      store_host, reconsume, prepared, props, crc, total)
+
+
+# A pull answer repeats a handful of hosts and topics thousands of times: decode each once.
+_HOSTS: dict[bytes, Host] = {}
+_TOPICS: dict[bytes, str] = {}
+
+
+def _host_of(raw: bytes) -> Host:
+    host, _ = _read_host(raw, 0, len(raw) == 20)
+    if len(_HOSTS) >= 4096:
+        _HOSTS.clear()
+    _HOSTS[raw] = host
+    return host
+
+
+def _topic_of(raw: bytes) -> str:
+    topic = raw.decode()
+    if len(_TOPICS) >= 4096:
+        _TOPICS.clear()
+    _TOPICS[raw] = topic
+    return topic
 
 
 def decode_records(buf: bytes | bytearray | memoryview, *, decompress: bool = False) -> Iterator[MessageExt]:
