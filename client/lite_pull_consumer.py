@@ -287,13 +287,16 @@ class LitePullConsumer:
         self._require_started()
         deadline = time.monotonic() + timeout
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
-            try:
-                batch = await asyncio.wait_for(self._buffer.get(), remaining)
-            except TimeoutError:
-                return []
+            if not self._buffer.empty():  # a consumer behind its pulls: no timer to set up
+                batch = self._buffer.get_nowait()
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                try:
+                    batch = await asyncio.wait_for(self._buffer.get(), remaining)
+                except TimeoutError:
+                    return []
             state = self._queues.get(batch.mq)
             if state is None or state is not batch.state or state.paused or not batch.messages:
                 continue  # the queue was reassigned or sought since this batch was pulled
@@ -566,8 +569,9 @@ class LitePullConsumer:
                                                    self.broker_suspend_max_time + 10)
                 ext = r.ext_fields or {}
                 if r.code == ResponseCode.SUCCESS:
-                    msgs = [m for m in _decode_pulled(r.body or b"", mq, state.next_offset)
-                            if not sub.tagsSet or m.properties.get(MessageConst.TAGS) in sub.tagsSet]
+                    msgs = _decode_pulled(r.body or b"", mq, state.next_offset)
+                    if sub.tagsSet:
+                        msgs = [m for m in msgs if m.properties.get(MessageConst.TAGS) in sub.tagsSet]
                     state.next_offset = int(ext["nextBeginOffset"])
                     if msgs:
                         await self._deliver(state, msgs)

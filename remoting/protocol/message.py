@@ -14,6 +14,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import methodcaller
 
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
@@ -127,6 +128,9 @@ def properties_to_string(props: dict[str, str]) -> str:
         return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if v is not None)
 
 
+_SPLIT_NAME_VALUE = methodcaller("split", NAME_VALUE_SEPARATOR)
+
+
 def find_property(text: str, name: str) -> str | None:
     """One property's value, found without parsing the whole string: the store's index and the
     batch send path read two or three names per record. A whole-name match only (``MYKEYS`` is
@@ -150,7 +154,7 @@ def string_to_properties(text: str) -> dict[str, str]:
         return {}
     try:
         # Well-formed text (every entry one name and one value) in one C-level pass.
-        props = dict(entry.split(NAME_VALUE_SEPARATOR) for entry in text.split(PROPERTY_SEPARATOR))
+        props = dict(map(_SPLIT_NAME_VALUE, text.split(PROPERTY_SEPARATOR)))
         if "" not in props and "" not in props.values():
             return props
     except ValueError:
