@@ -37,7 +37,6 @@ from remoting.protocol.message import (
     encode_batch,
     java_string_hash,
     properties_to_string,
-    string_to_properties,
 )
 from remoting.protocol.route import MASTER_ID, TopicRouteData
 from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
@@ -223,6 +222,7 @@ class Producer:
             raise MessageValidationError("the batch is empty")
         topic = msgs[0].topic
         entries = []
+        uniq_keys: list[str] = []
         for m in msgs:
             self._validate(m)
             if m.topic != topic:
@@ -233,7 +233,7 @@ class Producer:
                 raise MessageValidationError("Retry Group is not supported for batching")
             props = m.to_properties()
             props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
-            props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
+            uniq_keys.append(props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id()))
             entries.append(BatchEntry(m.flag, m.body, properties_to_string(props)))
         body = encode_batch(entries)
         if len(body) > self.max_message_size:
@@ -244,7 +244,7 @@ class Producer:
         batch_msg = Message(topic=topic, body=body)
         return await self._send_to(instance, mq, batch_msg, body, 0, {MessageConst.WAIT_STORE_MSG_OK: "true"},
                                    RequestCode.SEND_BATCH_MESSAGE, max(deadline - time.monotonic(), 0.001),
-                                   uniq_keys=[string_props_uniq(e.properties) for e in entries])
+                                   uniq_keys=uniq_keys)
 
     async def fetch_publish_message_queues(self, topic: str) -> list[MessageQueue]:
         instance = self._require_started()
@@ -345,7 +345,3 @@ class Producer:
                           queue_offset=int(ext.get("queueOffset", -1)),
                           region_id=ext.get("MSG_REGION", "DefaultRegion"),
                           trace_on=ext.get("TRACE_ON", "true") != "false")
-
-
-def string_props_uniq(properties: str) -> str:
-    return string_to_properties(properties).get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
