@@ -259,29 +259,24 @@ class SendMessageProcessor:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
         header_props = string_to_properties(header.properties or "")
         header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+        header_props.pop(MessageConst.CLUSTER, None)
         for entry in entries:
             if (find_property(entry.properties, MessageConst.DELAY_TIME_LEVEL)
                     or find_property(entry.properties, MessageConst.TRANSACTION_PREPARED) == "true"):
                 return request.response(ResponseCode.MESSAGE_ILLEGAL,
                                         "batch messages cannot be delayed or transactional")
-        if header_props:
-            msgs = []
-            for entry in entries:
-                props = string_to_properties(entry.properties)
-                props.update({k: v for k, v in header_props.items() if k not in props})
-                msgs.append(self._inner(conn, header, header.topic, queue_id, entry.body, entry.flag, props,
-                                        topic_config))
-        else:
-            msgs = self._batch_inners(conn, header, queue_id, entries, topic_config)
-        result = await self.broker.message_store.put_messages(msgs)
+        result = await self.broker.message_store.put_messages(
+            self._batch_inners(conn, header, queue_id, entries, header_props, topic_config))
         return self._response(request, result, queue_id)
 
     def _batch_inners(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int,
-                      entries: list[BatchEntry], topic_config: TopicConfig) -> list[MessageExtBrokerInner]:
-        """``_inner`` for each entry of a batch whose header adds no properties (what clients
-        send): each entry's properties string is stored as sent with CLUSTER appended, as Java's
-        batch encoder does, and only the names the store needs are looked up, without parsing
-        every entry into a dict and back (a batch is most of a broker's per-message work)."""
+                      entries: list[BatchEntry], header_props: dict[str, str],
+                      topic_config: TopicConfig) -> list[MessageExtBrokerInner]:
+        """``_inner`` for each entry of a batch. An entry's properties string is stored as sent,
+        followed by the header's properties it lacks and CLUSTER (Java's batch encoder appends
+        the batch's properties the same way); only the names the store needs are looked up,
+        without parsing every entry into a dict and back (a batch is most of a broker's
+        per-message work)."""
         broker = self.broker
         cluster = MessageConst.CLUSTER
         suffix = f"{cluster}{NAME_VALUE_SEPARATOR}{broker.broker_config.brokerClusterName}"
@@ -297,12 +292,18 @@ class SendMessageProcessor:
                 props = string_to_properties(text)
                 props.pop(cluster)
                 text = properties_to_string(props)
-            keys = find_property(text, MessageConst.KEYS)
+            parts = [text] if text else []
+            if header_props:
+                parts.extend(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in header_props.items()
+                             if find_property(text, k) is None)
+            parts.append(suffix)
+            stored = PROPERTY_SEPARATOR.join(parts)
+            keys = find_property(stored, MessageConst.KEYS)
             msgs.append(MessageExtBrokerInner(
-                topic, entry.body, queue_id, entry.flag, f"{text}{PROPERTY_SEPARATOR}{suffix}" if text else suffix,
-                tags_string_to_tags_code(find_property(text, MessageConst.TAGS)), sys_flag, born_ts, born_host,
+                topic, entry.body, queue_id, entry.flag, stored,
+                tags_string_to_tags_code(find_property(stored, MessageConst.TAGS)), sys_flag, born_ts, born_host,
                 store_host, reconsume, keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-                uniq_key=find_property(text, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)))
+                uniq_key=find_property(stored, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)))
         return msgs
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:

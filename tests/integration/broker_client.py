@@ -34,11 +34,11 @@ def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str 
     return RemotingCommand.request(RequestCode.SEND_MESSAGE, v1, body)
 
 
-def batch_request(topic: str, bodies: list[bytes], queue_id: int = 0,
-                  entry_properties: list[str] | None = None) -> RemotingCommand:
+def batch_request(topic: str, bodies: list[bytes], queue_id: int = 0, entry_properties: list[str] | None = None,
+                  header_properties: str = "WAIT\x01true") -> RemotingCommand:
     v1 = SendMessageRequestHeader(producerGroup="test_producer", topic=topic, defaultTopic="TBW102",
                                   defaultTopicQueueNums=4, queueId=queue_id, sysFlag=0,
-                                  bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true",
+                                  bornTimestamp=int(time.time() * 1000), flag=0, properties=header_properties,
                                   batch=True)
     props = entry_properties or [f"KEYS\x01batch-{i}" for i in range(len(bodies))]
     body = encode_batch([BatchEntry(0, b, p) for b, p in zip(bodies, props, strict=True)])

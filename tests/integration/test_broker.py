@@ -59,13 +59,14 @@ async def test_send_v1_v2_batch_and_pull_in_order(cluster: tuple[Daemon, Daemon]
     assert pulled.ext_fields["nextBeginOffset"] == "9" and pulled.ext_fields["maxOffset"] == "9"
     assert msgs[0].properties["CLUSTER"] == "DefaultCluster" and "WAIT" not in msgs[0].properties
     assert [m.properties for m in msgs[6:]] == [{"KEYS": f"batch-{i}", "CLUSTER": "DefaultCluster"} for i in range(3)]
+    # Each entry keeps its own properties; the header's fill in what an entry lacks; CLUSTER is the broker's.
     tagged = await client.invoke(broker.addr, batch_request("Orders", [b"t0", b"t1", b"t2"], entry_properties=[
-        "TAGS\x01TagA", "TAGS\x01TagB\x02CLUSTER\x01spoofed", ""]), 5)
+        "TAGS\x01TagA", "TAGS\x01TagB\x02CLUSTER\x01spoofed", ""], header_properties="WAIT\x01true\x02TAGS\x01TagC"), 5)
     assert tagged.code == ResponseCode.SUCCESS and tagged.ext_fields["queueOffset"] == "9"
     tagged_msgs = list(decode_records((await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 9), 5)).body))
     assert [m.properties for m in tagged_msgs] == [{"TAGS": "TagA", "CLUSTER": "DefaultCluster"},
                                                    {"TAGS": "TagB", "CLUSTER": "DefaultCluster"},
-                                                   {"CLUSTER": "DefaultCluster"}]
+                                                   {"TAGS": "TagC", "CLUSTER": "DefaultCluster"}]
     only_a = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 0, subscription="TagA"), 5)
     assert [m.body for m in decode_records(only_a.body)] == [b"m1", b"m3", b"m5", b"t0"]
     caught_up = await client.invoke(broker.addr, pull_request("cg", "Orders", 0, 12), 5)
