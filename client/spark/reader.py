@@ -1,13 +1,12 @@
 """The executor side: pull one QueueRange from its broker into Arrow record batches.
 
-Runs inside a Spark Python worker, which is synchronous: the pulls go through the SDK's
-background event loop (client.sync). Each read opens its own remoting connection and closes it
-when the range is done, so nothing but plain values is ever pickled.
+Runs inside a Spark Python worker, which is synchronous: the pulls go over a blocking socket of
+the task's own (``BlockingPuller``), opened for the range and closed when it is done, so
+nothing but plain values is ever pickled.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -17,9 +16,8 @@ import pyarrow as pa
 from client.errors import MQClientError
 from client.spark.options import SourceOptions
 from client.spark.partitions import QueueRange
+from client.spark.puller import BlockingPuller
 from client.spark.records import RecordColumns
-from client.sync import run_sync
-from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
@@ -43,24 +41,13 @@ def data_loss(what: str, fail: bool) -> None:
     log.warning("%s; skipping ahead (failOnDataLoss=false)", what)
 
 
-async def _new_client() -> RemotingClient:
-    return RemotingClient()
-
-
-async def _pull(client: RemotingClient, addr: str, requests: list[RemotingCommand], timeout: float
-                ) -> list[RemotingCommand]:
-    return list(await asyncio.gather(*(client.invoke(addr, r, timeout) for r in requests)))
-
-
-
-
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
     """Every message of ``part`` (tag-filtered), in queue order, ``rowsPerBatch`` rows at a time."""
-    client = run_sync(_new_client())
+    puller = BlockingPuller(part.broker_addr, opts.timeout)
     try:
-        yield from _read(client, part, opts)
+        yield from _read(puller, part, opts)
     finally:
-        run_sync(client.close())
+        puller.close()
 
 
 def _request(part: QueueRange, opts: SourceOptions, offset: int) -> RemotingCommand:
@@ -71,19 +58,37 @@ def _request(part: QueueRange, opts: SourceOptions, offset: int) -> RemotingComm
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, header)
 
 
-def _read(client: RemotingClient, part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
+def _read(puller: BlockingPuller, part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
     columns = RecordColumns(part.broker_name)
     offset = part.start
     not_found_since: float | None = None
     where = f"{part.topic} {part.broker_name}:{part.queue_id}"
+    batch = opts.pull_batch_size
     # Without a tag filter the offsets of the next pulls are known (each returns up to maxMsgNums
     # consecutive offsets), so a task asks for the next few ranges at once (pullsInFlight) instead
-    # of paying one round trip per pull, as a consumer pulling all its queues at once does.
+    # of paying one round trip per pull, as a consumer pulling all its queues at once does. And
+    # while one window's answers are decoded the next window is already on its way, asked for
+    # where this one ends if every pull comes back full (as in a backlog); when this window ends
+    # elsewhere, the early one is dropped and asked for again.
     window = 1 if opts.tags is not None else opts.pulls_in_flight
+    ahead: tuple[list[int], list[int]] | None = None  # (offsets, opaques) of the window sent early
+
+    def send(offsets: list[int]) -> list[int]:
+        return puller.send([_request(part, opts, o) for o in offsets])
+
     while offset < part.end:
-        offsets = list(range(offset, part.end, opts.pull_batch_size))[:window]
-        responses = run_sync(_pull(client, part.broker_addr, [_request(part, opts, o) for o in offsets],
-                                   opts.timeout))
+        if ahead is not None and ahead[0][0] == offset:
+            offsets, opaques = ahead
+        else:
+            if ahead is not None:
+                puller.forget(ahead[1])
+            offsets = list(range(offset, part.end, batch))[:window]
+            opaques = send(offsets)
+        ahead = None
+        responses = puller.receive(opaques)
+        if window > 1 and offsets[-1] + batch < part.end:
+            following = list(range(offsets[-1] + batch, part.end, batch))[:window]
+            ahead = (following, send(following))
         for asked, r in zip(offsets, responses, strict=True):
             if asked != offset:
                 break  # an earlier answer moved elsewhere: the rest of the window is void

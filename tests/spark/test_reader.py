@@ -1,0 +1,56 @@
+"""The executor's reader without Spark: windows of pulls over its own socket."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from client.message import Message
+from client.spark.options import source_options
+from client.spark.partitions import QueueRange
+from client.spark.puller import BlockingPuller
+from client.spark.reader import read_range
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from tests.integration.daemons import Daemon
+from tests.spark.conftest import create_topic, send
+
+pytestmark = pytest.mark.slow
+
+
+def test_short_pulls_void_the_window_sent_ahead_and_nothing_is_lost_or_doubled(cluster: tuple[Daemon, Daemon]
+                                                                                ) -> None:
+    """20 KB bodies: the broker answers a pull with at most 256 KB (12 records), so every window
+    sent ahead assumed full pulls and asked for the wrong offsets; it must be dropped."""
+    ns, broker = cluster
+    topic = "SparkReaderShortPulls"
+    create_topic(ns, broker, topic, queues=1)
+    bodies = [os.urandom(20_000) for _ in range(150)]
+    send(ns, topic, [(0, Message(topic, b)) for b in bodies])
+    opts = source_options({"namesrvAddr": ns.addr, "topic": topic, "pullsInFlight": "4", "rowsPerBatch": "50"},
+                          False)
+    batches = list(read_range(QueueRange(topic, "broker-a", broker.addr, 0, 3, 140), opts))
+    offsets = [o for b in batches for o in b.column("queueOffset").to_pylist()]
+    assert offsets == list(range(3, 140))
+    assert [body for b in batches for body in b.column("body").to_pylist()] == bodies[3:140]
+    assert max(b.num_rows for b in batches) < 50 + 32
+
+
+def test_puller_times_out_and_reports_a_closed_connection(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, broker = cluster
+    create_topic(ns, broker, "SparkReaderHeld", queues=1)
+    puller = BlockingPuller(broker.addr, 0.3)
+    try:
+        # A long-polling pull of an empty queue: the broker holds it past the puller's timeout.
+        hold = RemotingCommand.request(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": "reader-test", "topic": "SparkReaderHeld", "queueId": "0", "queueOffset": "0",
+            "maxMsgNums": "1", "sysFlag": "6", "commitOffset": "0", "suspendTimeoutMillis": "5000",
+            "subVersion": "0", "subscription": "*", "expressionType": "TAG"})
+        with pytest.raises(RemotingTimeoutError):
+            puller.receive(puller.send([hold]))
+    finally:
+        puller.close()
+    with pytest.raises(RemotingConnectError):
+        BlockingPuller("127.0.0.1:1", 1.0)
