@@ -1,11 +1,19 @@
-"""Client pieces with no I/O: unique ids and latency fault tolerance."""
+"""Client pieces with no I/O: unique ids, latency fault tolerance, send headers."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
+from client.allocate import MessageQueue
 from client.latency import LatencyFaultTolerance
+from client.message import Message
 from client.message_id import MessageClientIDSetter
+from client.producer import Producer
+from remoting.codes import RequestCode
+from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.protocol.message import properties_to_string
 
 
 def test_uniq_id_layout_and_order() -> None:
@@ -34,3 +42,26 @@ def test_latency_marks_slow_and_failed_brokers() -> None:
     assert not lft.is_available("broker-b", now=599)
     assert lft.is_available("broker-b", now=600)
     assert lft.pick_one_at_least(["broker-a", "broker-b"]) == "broker-a"
+
+
+@pytest.mark.parametrize(("topic", "code", "props"), [
+    ("Orders", RequestCode.SEND_MESSAGE_V2, {"UNIQ_KEY": "U1", "WAIT": "true", "TAGS": "a"}),
+    ("Orders", RequestCode.SEND_BATCH_MESSAGE, {"WAIT": "true"}),
+    ("%RETRY%cg", RequestCode.SEND_MESSAGE_V2, {"UNIQ_KEY": "U2", "RECONSUME_TIME": "3", "MAX_RECONSUME_TIMES": "5"}),
+])
+def test_send_header_matches_the_typed_header(topic: str, code: int, props: dict[str, str]) -> None:
+    """The producer builds a send's extFields from a per-topic template; it must say exactly
+    what the typed V2 header would."""
+    producer = Producer("pg", "127.0.0.1:1", create_topic_key="TBW102", default_topic_queue_nums=4)
+    mq = MessageQueue(topic, "broker-a", 2)
+    msg = Message(topic, b"body", flag=7)
+    for _ in range(2):  # the template is made by the first call and reused by the second
+        got = producer._request(mq, msg, msg.body, 1, props, code).ext_fields or {}
+        retry = topic.startswith("%RETRY%")
+        typed = SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
+            producerGroup="pg", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=2, sysFlag=1,
+            bornTimestamp=int(got["g"]), flag=7, properties=properties_to_string(props),
+            reconsumeTimes=3 if retry else 0, unitMode=False,
+            batch=True if code == RequestCode.SEND_BATCH_MESSAGE else None,
+            maxReconsumeTimes=5 if retry else None, bname="broker-a")).to_ext_fields()
+        assert got == typed
