@@ -16,6 +16,7 @@ import random
 import socket
 import struct
 import threading
+import time
 
 
 def _client_ip() -> bytes:
@@ -47,13 +48,14 @@ class MessageClientIDSetter:
         self._next_month_ms = int(nxt.timestamp() * 1000)
 
     def create_uniq_id(self, now_ms: int | None = None) -> str:
-        now_ms = int(dt.datetime.now().timestamp() * 1000) if now_ms is None else now_ms
-        with self._lock:
-            if not self._month_start_ms <= now_ms < self._next_month_ms:
-                self._roll_month(now_ms)
-            counter = next(self._counter) & 0xFFFF
-            since = (now_ms - self._month_start_ms) & 0xFFFFFFFF
-        return self._prefix + struct.pack(">IH", since, counter).hex().upper()
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        if not self._month_start_ms <= now_ms < self._next_month_ms:
+            with self._lock:
+                if not self._month_start_ms <= now_ms < self._next_month_ms:
+                    self._roll_month(now_ms)
+        # ``next`` on a count is atomic under the GIL; only the month roll needs the lock.
+        counter = next(self._counter) & 0xFFFF
+        return f"{self._prefix}{(now_ms - self._month_start_ms) & 0xFFFFFFFF:08X}{counter:04X}"
 
 
 _default = MessageClientIDSetter()

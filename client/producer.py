@@ -157,7 +157,9 @@ class Producer:
         body, sys_flag = self._body(msg)
         props = msg.to_properties()
         props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id())
-        publish = await self._publish_info(instance, msg.topic, deadline)
+        publish = self._publish.get(msg.topic)  # the common case, without a coroutine
+        if publish is None or not publish.queues:
+            publish = await self._publish_info(instance, msg.topic, deadline)
         if queue is None and selector is not None:
             queue = selector(list(publish.queues), msg, arg)
         attempts = 1 if queue is not None else 1 + self.retry_times_when_send_failed
@@ -351,7 +353,8 @@ class Producer:
     async def _send_to(self, instance: MQClientInstance, mq: MessageQueue, msg: Message, body: bytes, sys_flag: int,
                        props: dict[str, str], code: int, timeout: float,
                        uniq_keys: list[str] | None = None) -> SendResult:
-        addr = await instance.master_addr(mq.topic, mq.broker_name)
+        addr = instance.find_broker_address_in_publish(mq.broker_name) or await instance.master_addr(
+            mq.topic, mq.broker_name)
         response = await instance.remoting.invoke(addr, self._request(mq, msg, body, sys_flag, props, code), timeout)
         status = _STATUS.get(response.code)
         if status is None:
