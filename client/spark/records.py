@@ -8,7 +8,6 @@ batch is handed to Spark every ``rows`` messages.
 
 from __future__ import annotations
 
-import socket
 import struct
 import zlib
 from typing import Any
@@ -16,13 +15,12 @@ from typing import Any
 import pyarrow as pa
 
 from remoting.protocol.message import (
-    BORNHOST_V6_FLAG,
     COMPRESSED_FLAG,
+    HOST_V6_FLAGS,
     MESSAGE_MAGIC_CODE,
-    STOREHOSTADDRESS_V6_FLAG,
+    RECORD_HEADS,
     MessageConst,
     RecordError,
-    create_offset_msg_id,
     string_to_properties,
 )
 
@@ -42,10 +40,10 @@ ARROW_SCHEMA = pa.schema([
     ("reconsumeTimes", pa.int32()),
 ])
 
-_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
-_I64 = struct.Struct(">q")
+_TOTAL_MAGIC = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
-_TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTransactionOffset, bodyLength
+_MIN_RECORD = 91  # a record with empty body, topic and properties and IPv4 hosts
 _UNIQ = MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _TAGS = MessageConst.TAGS
 _KEYS = MessageConst.KEYS
@@ -56,6 +54,7 @@ class RecordColumns:
 
     def __init__(self, broker_name: str) -> None:
         self.broker_name = broker_name
+        self._topics: dict[bytes, str] = {}
         self._clear()
 
     def _clear(self) -> None:
@@ -78,46 +77,50 @@ class RecordColumns:
         """Append the records of one pull body whose queue offsets lie in [start, end), keeping
         only ``tags`` (the broker filters by tag hash, which may collide: RocketMQ's client checks
         the tag string too). Returns (records seen, highest queue offset seen or -1)."""
-        view = memoryview(buf)
+        try:
+            return self._add(buf, start, end, tags)
+        except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
+            raise RecordError(f"corrupt record in a pull body: {exc}") from None
+
+    def _add(self, buf: bytes, start: int, end: int, tags: frozenset[str] | None) -> tuple[int, int]:
         pos, size, seen, last = 0, len(buf), 0, -1
+        topics = self._topics
+        heads = RECORD_HEADS
         while pos < size:
-            if size - pos < _HEAD.size:
+            if size - pos < _MIN_RECORD:
                 raise RecordError("truncated record header")
-            total, magic, _crc, queue_id, _flag, queue_offset, phys, sys_flag, born_ts = _HEAD.unpack_from(buf, pos)
-            if magic != MESSAGE_MAGIC_CODE or total < 91 or pos + total > size:
+            total, magic = _TOTAL_MAGIC.unpack_from(buf, pos)
+            if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD or pos + total > size:
                 raise RecordError(f"bad record at {pos}: magic {magic:#x}, size {total}")
+            (sys_flag,) = _I32.unpack_from(buf, pos + 36)
+            head = heads[sys_flag & HOST_V6_FLAGS]
+            (_, _, _, queue_id, _, queue_offset, phys, _, born_ts, _, store_ts, store_raw, reconsume, _,
+             body_len) = head.unpack_from(buf, pos)
             seen += 1
             last = queue_offset
             record_end = pos + total
-            p = pos + _HEAD.size + (32 if sys_flag & BORNHOST_V6_FLAG else 8)
-            (store_ts,) = _I64.unpack_from(buf, p)
-            p += 8
-            store_host_at = p
-            p += 20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8
-            reconsume, _prepared, body_len = _TAIL.unpack_from(buf, p)
-            p += 16
-            body_at = p
-            p += body_len
-            topic_len = buf[p]
-            topic = bytes(view[p + 1:p + 1 + topic_len]).decode()
-            p += 1 + topic_len
-            (props_len,) = _I16.unpack_from(buf, p)
-            props = string_to_properties(bytes(view[p + 2:p + 2 + props_len]).decode()) if props_len > 0 else {}
-            pos = record_end
             if not start <= queue_offset < end:
+                pos = record_end
                 continue
+            body_at = pos + head.size
+            p = body_at + body_len
+            topic_raw = buf[p + 1:p + 1 + buf[p]]
+            topic = topics.get(topic_raw)
+            if topic is None:
+                topic = topics[topic_raw] = topic_raw.decode()
+            p += 1 + len(topic_raw)
+            (props_len,) = _I16.unpack_from(buf, p)
+            props = string_to_properties(buf[p + 2:p + 2 + props_len].decode()) if props_len > 0 else {}
+            pos = record_end
             tag = props.get(_TAGS)
             if tags is not None and tag not in tags:
                 continue
-            body = bytes(view[body_at:body_at + body_len])
+            body = buf[body_at:body_at + body_len]
             if sys_flag & COMPRESSED_FLAG:
                 body = zlib.decompress(body)
             msg_id = props.get(_UNIQ)
             if msg_id is None:
-                v6 = bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)
-                raw = bytes(view[store_host_at:store_host_at + (20 if v6 else 8)])
-                host = _host(raw, v6)
-                msg_id = create_offset_msg_id(host, phys)
+                msg_id = store_raw.hex().upper() + f"{phys:016X}"
             self.topic.append(topic)
             self.queue_id.append(queue_id)
             self.queue_offset.append(queue_offset)
@@ -144,12 +147,6 @@ class RecordColumns:
         ]
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-
-
-def _host(raw: bytes, v6: bool) -> tuple[str, int]:
-    n = 16 if v6 else 4
-    (port,) = struct.unpack_from(">i", raw, n)
-    return socket.inet_ntop(socket.AF_INET6 if v6 else socket.AF_INET, raw[:n]), port
 
 
 def tags_of(expression: str | None) -> frozenset[str] | None:

@@ -248,12 +248,12 @@ class MessageExt:
 
 _HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
 _TOTAL_MAGIC = struct.Struct(">ii")
-_HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
 # Everything from the size through the body length, by the host flags (born and store address
 # each 4+4 or 16+4 bytes): one unpack per record.
-_RECORD_HEADS = {flags: struct.Struct(f">iiiiiqqiq{20 if flags & BORNHOST_V6_FLAG else 8}sq"
+RECORD_HEADS = {flags: struct.Struct(f">iiiiiqqiq{20 if flags & BORNHOST_V6_FLAG else 8}sq"
                                       f"{20 if flags & STOREHOSTADDRESS_V6_FLAG else 8}siqi")
-                 for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, _HOST_V6_FLAGS)}
+                 for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, HOST_V6_FLAGS)}
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
@@ -303,7 +303,7 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
     if total < 91 or pos + total > end_of_buf:
         raise RecordError(f"record size {total} does not fit")
     (sys_flag,) = _I32.unpack_from(buf, pos + 36)
-    head = _RECORD_HEADS[sys_flag & _HOST_V6_FLAGS]
+    head = RECORD_HEADS[sys_flag & HOST_V6_FLAGS]
     try:
         (_, _, crc, queue_id, flag, queue_offset, phys, _, born_ts, born_raw, store_ts, store_raw, reconsume,
          prepared, body_len) = head.unpack_from(buf, pos)
