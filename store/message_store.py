@@ -661,7 +661,7 @@ class DefaultMessageStore:
                     result: GetMessageResult) -> None:
         cfg = self.config
         units = cq.units_from(offset, max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
-        if not units:
+        if units is None:
             result.status = GetMessageStatus.OFFSET_FOUND_NULL
             file_size = cq.file_size // CQ_STORE_UNIT_SIZE
             result.next_begin_offset = (offset // file_size + 1) * file_size
