@@ -65,7 +65,10 @@ class RecordColumns:
         self.body: list[bytes] = []
         self.tags: list[str | None] = []
         self.keys: list[str | None] = []
-        self.properties: list[list[tuple[str, str]]] = []
+        # The properties map column, flat: names, values, and where each row's entries end.
+        self.prop_names: list[str] = []
+        self.prop_values: list[str] = []
+        self.prop_ends: list[int] = [0]
         self.born: list[int] = []
         self.stored: list[int] = []
         self.reconsume: list[int] = []
@@ -128,7 +131,9 @@ class RecordColumns:
             self.body.append(body)
             self.tags.append(tag)
             self.keys.append(props.get(_KEYS))
-            self.properties.append(list(props.items()))
+            self.prop_names.extend(props)
+            self.prop_values.extend(props.values())
+            self.prop_ends.append(len(self.prop_names))
             self.born.append(born_ts * 1000)
             self.stored.append(store_ts * 1000)
             self.reconsume.append(reconsume)
@@ -141,7 +146,8 @@ class RecordColumns:
             pa.array([self.broker_name] * n, pa.string()), pa.array(self.queue_offset, pa.int64()),
             pa.array(self.msg_id, pa.string()), pa.array(self.body, pa.binary()),
             pa.array(self.tags, pa.string()), pa.array(self.keys, pa.string()),
-            pa.array(self.properties, ARROW_SCHEMA.field("properties").type),
+            pa.MapArray.from_arrays(pa.array(self.prop_ends, pa.int32()), pa.array(self.prop_names, pa.string()),
+                                    pa.array(self.prop_values, pa.string())),
             pa.array(self.born, pa.int64()).cast(_TS), pa.array(self.stored, pa.int64()).cast(_TS),
             pa.array(self.reconsume, pa.int32()),
         ]
