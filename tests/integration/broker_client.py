@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from remoting import RemotingClient, RemotingCommand, RequestCode
+from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.protocol.broker import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
@@ -14,6 +14,7 @@ from remoting.protocol.broker import (
     SendMessageRequestHeaderV2,
 )
 from remoting.protocol.message import BatchEntry, MessageConst, encode_batch, properties_to_string
+from tests.waiting import wait_for_async
 
 
 def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
@@ -58,3 +59,18 @@ def pull_request(group: str, topic: str, queue_id: int, offset: int, *, subscrip
 async def call(client: RemotingClient, addr: str, code: int, header: dict[str, str] | None = None,
                body: bytes | None = None, timeout: float = 5.0) -> RemotingCommand:
     return await client.invoke(addr, RemotingCommand.request(code, header, body), timeout)
+
+
+async def wait_for_route(ns: str, topic: str, timeout: float = 5.0) -> None:
+    """Until the NameServer routes ``topic`` (a broker registers a new topic right after creating
+    it, so this is short); AssertionError after ``timeout``."""
+    client = RemotingClient()
+    try:
+        async def routed() -> bool:
+            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            return (await client.invoke(ns, request, 3)).code == ResponseCode.SUCCESS
+
+        if not await wait_for_async(routed, timeout, 0.05):
+            raise AssertionError(f"no route for {topic} within {timeout}s")
+    finally:
+        await client.close()

@@ -27,6 +27,7 @@ from remoting.protocol.heartbeat import (
     SubscriptionData,
 )
 from remoting.protocol.message import MessageExt, decode_records
+from tests.integration.broker_client import wait_for_route
 from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
 from tests.waiting import wait_until
 
@@ -54,19 +55,7 @@ async def produce(ns: str, topic: str, messages: list[Message]) -> None:
         for q in queues:
             await p.send(Message(topic, f"sentinel-{q.queue_id}".encode(), tags="S",
                                  properties={"a": "1000", "region": "eu", "sentinel": "1"}), queue=q)
-    client = RemotingClient()
-    try:
-        async def routed() -> bool:
-            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-            return (await client.invoke(ns, request, 3)).code == ResponseCode.SUCCESS
-
-        for _ in range(100):  # bounded: the broker registers a new topic right after creating it
-            if await routed():
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no route for {topic}")
-    finally:
-        await client.close()
+    await wait_for_route(ns, topic)
 
 
 def sql_messages(topic: str) -> tuple[list[Message], set[bytes]]:

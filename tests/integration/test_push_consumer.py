@@ -10,9 +10,9 @@ import pytest
 
 from client import Message, Producer
 from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from remoting.protocol.heartbeat import ConsumeFromWhere
 from remoting.protocol.message import MessageExt
+from tests.integration.broker_client import wait_for_route
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_until
 
@@ -33,21 +33,7 @@ async def produce(ns: str, topic: str, start: int, count: int) -> None:
     async with Producer("pg_push", ns) as p:
         for i in range(start, start + count):
             await p.send(Message(topic, f"{i}".encode()))
-    # The broker registers a new topic right after creating it; wait until the route is there.
-    client = RemotingClient()
-    try:
-        async def routed() -> bool:
-            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-            r = await client.invoke(ns, request, 3)
-            return r.code == ResponseCode.SUCCESS
-
-        for _ in range(100):
-            if await routed():
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no route for {topic}")
-    finally:
-        await client.close()
+    await wait_for_route(ns, topic)
 
 
 def recorder(seen: list[tuple[str, int]], name: str):  # type: ignore[no-untyped-def]
