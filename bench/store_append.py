@@ -44,11 +44,12 @@ BODY = os.urandom(1024)
 FILE_SIZE = 1024 * 1024 * 1024
 
 
-def make_message(i: int) -> MessageExtBrokerInner:
+def make_message(i: int, queue_id: int | None = None) -> MessageExtBrokerInner:
     uniq = f"7F00000100002A9F{i:016X}"
     props = properties_to_string({MessageConst.TAGS: "TagA", MessageConst.KEYS: f"key-{i}",
                                   MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: uniq})
-    return MessageExtBrokerInner(topic="BenchTopic", body=BODY, queue_id=i % 8, properties_string=props,
+    return MessageExtBrokerInner(topic="BenchTopic", body=BODY, queue_id=i % 8 if queue_id is None else queue_id,
+                                 properties_string=props,
                                  tags_code=tags_string_to_tags_code("TagA"), born_timestamp=int(time.time() * 1000),
                                  born_host=("127.0.0.1", 50000), store_host=("127.0.0.1", 10911),
                                  keys=[f"key-{i}"], uniq_key=uniq)
@@ -93,7 +94,9 @@ def measure_batch(root: str, seconds: float) -> float:
         t0 = time.perf_counter()
         deadline = t0 + seconds
         while time.perf_counter() < deadline:
-            r = await store.put_messages([make_message(n + k) for k in range(32)])
+            # A batch is one queue's, as a MessageBatch is sent to one MessageQueue.
+            queue_id = n // 32 % 8
+            r = await store.put_messages([make_message(n + k, queue_id) for k in range(32)])
             if not r.ok:
                 raise RuntimeError(r)
             n += 32

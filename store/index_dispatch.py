@@ -32,11 +32,12 @@ import time
 from remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
-    find_property,
 )
-from store.index_file import IndexService
+from store.index_file import IndexService, utf8_key_hash
 
 log = logging.getLogger("rocketmq.store")
 
@@ -51,6 +52,12 @@ _I16 = struct.Struct(">h")
 # the body length that follows the store host, reconsume times and prepared offset.
 _MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
            for flags in (0x00, 0x10, 0x20, 0x30)}
+_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR.encode()
+_KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
+_KEYS = (MessageConst.KEYS + NAME_VALUE_SEPARATOR).encode()
+_KEYS_INNER = _PROPERTY_SEPARATOR + _KEYS
+_UNIQ = (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR).encode()
+_UNIQ_INNER = _PROPERTY_SEPARATOR + _UNIQ
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -201,7 +208,7 @@ class _CommitLogReader:
         self.directory = directory
         self.file_size = file_size
         self.maps: dict[int, mmap.mmap] = {}
-        self.topics: dict[bytes, str] = {}  # a topic's bytes as stored -> the name
+        self.key_prefixes: dict[bytes, bytes] = {}  # a topic's bytes as stored -> those bytes and '#'
 
     def get(self, file_offset: int) -> mmap.mmap:
         mm = self.maps.get(file_offset)
@@ -216,11 +223,32 @@ class _CommitLogReader:
                 self.maps.pop(start).close()
 
 
+def _value(props: bytes, prefix: bytes, inner: bytes) -> bytes:
+    """A property's value in a record's raw properties, b"" when absent: ``prefix`` is the name
+    and its separator, ``inner`` the same after a property separator (a whole-name match, as
+    ``find_property``; UTF-8 never puts those bytes inside a character)."""
+    if props.startswith(prefix):
+        i = len(prefix)
+    else:
+        i = props.find(inner)
+        if i < 0:
+            return b""
+        i += len(inner)
+    j = props.find(_PROPERTY_SEPARATOR, i)
+    return props[i:] if j < 0 else props[i:j]
+
+
 def index_records(reader: _CommitLogReader, index: IndexService, offset: int, end: int) -> tuple[int, int]:
     """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
-    looks at its parent and its stop flag often); returns the new offset and the last store time."""
+    looks at its parent and its stop flag often); returns the new offset and the last store time.
+
+    Keys are read and hashed from the record's bytes, and the entries of the whole span go to
+    the IndexFile in one call: this child is what bounds sustained put rates."""
     file_size = reader.file_size
-    topics = reader.topics
+    prefixes = reader.key_prefixes
+    hashes: list[int] = []
+    phys: list[int] = []
+    stamps: list[int] = []
     last_ts = 0
     end = min(end, offset + (4 << 20))
     while offset < end:
@@ -236,23 +264,31 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         (sys_flag,) = _I32.unpack_from(mm, pos + 36)
         at, middle = _MIDDLE[sys_flag & 0x30]
         store_ts, body_len = middle.unpack_from(mm, pos + at)
-        p = pos + at + middle.size + body_len
-        topic_len = mm[p]
-        raw = mm[p + 1:p + 1 + topic_len]
-        topic = topics.get(raw)
-        if topic is None:
-            topic = topics[raw] = raw.decode()
-        p += 1 + topic_len
-        (props_len,) = _I16.unpack_from(mm, p)
-        if sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE and props_len > 0:
-            props = mm[p + 2:p + 2 + props_len].decode()
-            keys = find_property(props, MessageConst.KEYS)
-            uniq = find_property(props, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        p = pos + at + middle.size + body_len + 1
+        p_end = p + mm[p - 1]
+        (props_len,) = _I16.unpack_from(mm, p_end)
+        if props_len > 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
+            props = mm[p_end + 2:p_end + 2 + props_len]
+            keys = _value(props, _KEYS, _KEYS_INNER)
+            uniq = _value(props, _UNIQ, _UNIQ_INNER)
             if keys or uniq:
-                index.build_index(topic, keys.split(MessageConst.KEY_SEPARATOR) if keys else [], uniq, offset,
-                                  store_ts)
+                topic = mm[p:p_end]
+                prefix = prefixes.get(topic)
+                if prefix is None:
+                    prefix = prefixes[topic] = topic + b"#"
+                for key in keys.split(_KEY_SEPARATOR) if keys else ():
+                    if key:
+                        hashes.append(utf8_key_hash(prefix + key))
+                        phys.append(offset)
+                        stamps.append(store_ts)
+                if uniq:
+                    hashes.append(utf8_key_hash(prefix + uniq))
+                    phys.append(offset)
+                    stamps.append(store_ts)
         last_ts = store_ts
         offset += total
+    if hashes:
+        index.put_entries(hashes, phys, stamps)
     return offset, last_ts
 
 

@@ -11,7 +11,10 @@ import logging
 import mmap
 import os
 import struct
+import sys
 import time
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from remoting.protocol.message import _HI31, _LO31, java_string_hash
@@ -40,20 +43,18 @@ def topic_key_hash(topic: str, key: str) -> int:
     return _abs_hash(java_string_hash(f"{topic}#{key}"))
 
 
+def utf8_key_hash(data: bytes) -> int:
+    """``key_hash`` of a key given as UTF-8 bytes, as records hold it: the ASCII case (nearly
+    every key) hashed without decoding."""
+    if data.isascii():
+        h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
+        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
+    return key_hash(data.decode(errors="replace"))
+
+
 def _topic_key_hashes(topic: str, keys: list[str], uniq_key: str | None) -> list[int]:
-    """``topic_key_hash`` of each key, the ASCII case (nearly every key) hashed inline."""
-    out = []
-    for key in (*keys, uniq_key) if uniq_key else keys:
-        if not key:
-            continue
-        text = f"{topic}#{key}"
-        if text.isascii():
-            data = text.encode()
-            h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
-            out.append(h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h))
-        else:
-            out.append(_abs_hash(java_string_hash(text)))
-    return out
+    """``topic_key_hash`` of each non-empty key and of the unique key."""
+    return [utf8_key_hash(f"{topic}#{key}".encode()) for key in (*keys, uniq_key) if key]
 
 
 class IndexFile:
@@ -75,6 +76,7 @@ class IndexFile:
             os.close(fd)
         self.reload_header()
         self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        self._slots: array | None = None
 
     def reload_header(self) -> None:
         """Read the header from the mapping (for a file another process writes)."""
@@ -87,45 +89,60 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def put_keys(self, hashes: list[int], phy_offset: int, store_timestamp: int) -> int:
-        """Add an entry per key hash (``key_hash`` values) for one message, then the header once;
-        returns how many fitted (fewer than given when the file fills up)."""
-        count = self.index_count
-        room = self.index_num - count
-        if room <= 0:
-            return 0
-        if len(hashes) > room:
-            hashes = hashes[:room]
-        mm = self.mm
-        slot_num = self.hash_slot_num
-        # As Java: entries are timed against the file's begin timestamp as it was before this
-        # put (for a new file's first entry, the previous file's end).
-        begin = self.begin_timestamp
-        time_diff = 0 if begin <= 0 else min(max((store_timestamp - begin) // 1000, 0), 2**31 - 1)
-        if count <= 1:
-            self.begin_phy_offset = phy_offset
-            self.begin_timestamp = store_timestamp
-        entry_pos = self.entries_pos + count * INDEX_SIZE
-        for h in hashes:
-            slot_pos = INDEX_HEADER_SIZE + (h % slot_num) * HASH_SLOT_SIZE
-            (slot_value,) = _SLOT.unpack_from(mm, slot_pos)
-            if slot_value <= 0 or slot_value > count:
-                slot_value = 0
-                self.hash_slot_count += 1
-            _ENTRY.pack_into(mm, entry_pos, h, phy_offset, time_diff, slot_value)
-            _SLOT.pack_into(mm, slot_pos, count)
-            count += 1
-            entry_pos += INDEX_SIZE
-        self.index_count = count
-        self.end_phy_offset = phy_offset
-        self.end_timestamp = store_timestamp
-        _HEADER.pack_into(mm, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset, phy_offset,
-                          self.hash_slot_count, count)
-        return len(hashes)
+    def _slot_values(self) -> array:
+        """The slot table, mirrored in native ints while this file is written: a lookup per key
+        without unpacking. The writer is the only one changing slots, so the copy stays exact."""
+        if self._slots is None:
+            slots = self._slots = array("i", self.mm[INDEX_HEADER_SIZE:self.entries_pos])
+            if sys.byteorder == "little":
+                slots.byteswap()
+        return self._slots
 
-    def put_key(self, h: int, phy_offset: int, store_timestamp: int) -> bool:
-        """Add an entry for a key whose ``key_hash`` is ``h``."""
-        return self.put_keys([h], phy_offset, store_timestamp) == 1
+    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int], start: int = 0) -> int:
+        """Add the entries ``start:`` of (key hash, message offset, store time), in order, then the
+        header once; returns how many fitted (fewer than given when the file fills up)."""
+        count = self.index_count
+        n = min(len(hashes) - start, self.index_num - count)
+        if n <= 0:
+            return 0
+        mm = self.mm
+        slots = self._slot_values()
+        slot_num = self.hash_slot_num
+        entries = bytearray(n * INDEX_SIZE)
+        pack_entry, pack_slot = _ENTRY.pack_into, _SLOT.pack_into
+        begin = self.begin_timestamp
+        new_slots = 0
+        for i in range(start, start + n):
+            ts = stamps[i]
+            # As Java's putKey: timed against the file's begin timestamp as it was before this
+            # entry (for a new file's first entry, the previous file's end).
+            time_diff = 0 if begin <= 0 else min(max((ts - begin) // 1000, 0), 2**31 - 1)
+            if count <= 1:
+                self.begin_phy_offset = phys[i]
+                begin = ts
+            h = hashes[i]
+            slot = h % slot_num
+            prev = slots[slot]
+            if prev <= 0 or prev > count:
+                prev = 0
+                new_slots += 1
+            pack_entry(entries, (i - start) * INDEX_SIZE, h, phys[i], time_diff, prev)
+            slots[slot] = count
+            pack_slot(mm, INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE, count)
+            count += 1
+        at = self.entries_pos + self.index_count * INDEX_SIZE
+        mm[at:at + n * INDEX_SIZE] = entries
+        last = start + n - 1
+        self.begin_timestamp = begin
+        self.hash_slot_count += new_slots
+        self.index_count = count
+        self.end_phy_offset = phys[last]
+        self.end_timestamp = stamps[last]
+        _HEADER.pack_into(mm, 0, begin, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+                          self.hash_slot_count, count)
+        if count >= self.index_num:
+            self._slots = None
+        return n
 
     def select_phy_offset(self, h: int, max_num: int, begin: int, end: int) -> list[int]:
         (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
@@ -224,15 +241,19 @@ class IndexService:
     def build_index(self, topic: str, keys: list[str], uniq_key: str | None, phy_offset: int,
                     store_timestamp: int) -> None:
         """Index a message's KEYS and its UNIQ_KEY, each qualified by the topic."""
+        hashes = _topic_key_hashes(topic, keys, uniq_key)
+        self.put_entries(hashes, [phy_offset] * len(hashes), [store_timestamp] * len(hashes))
+
+    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+        """Add (key hash, message offset, store time) entries in offset order, rolling to a new
+        file when one fills; entries below what is already indexed (a recovery's re-dispatch)
+        are skipped."""
         files = self.files
         f = files[-1] if files else self._last_file()
-        if phy_offset < f.end_phy_offset:
-            return  # already indexed (recovery re-dispatch)
-        hashes = _topic_key_hashes(topic, keys, uniq_key)
-        while hashes:
-            put = f.put_keys(hashes, phy_offset, store_timestamp)
-            hashes = hashes[put:]
-            if hashes:
+        start = bisect_left(phys, f.end_phy_offset)
+        while start < len(hashes):
+            start += f.put_entries(hashes, phys, stamps, start)
+            if start < len(hashes):
                 f = self._last_file()
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:

@@ -66,12 +66,18 @@ async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
         try:
             for i in range(300):  # small index files (256 entries): several files, rolled by both
                 await s.put_message(message("A", f"a{i}".encode(), keys=f"k{i % 7}", uniq=f"U{i}"))
-            answers.append([_bodies(s, "A", f"k{j}") for j in range(7)] + [_bodies(s, "A", "U299")])
+            # A batch; a name that ends in KEYS is not KEYS; empty keys between separators.
+            await s.put_messages([message("A", f"b{i}".encode(), keys=f" k{i}  kb ", extra={"MYKEYS": "decoy"})
+                                  for i in range(40)])
+            await s.put_message(message("A", b"c", extra={"XUNIQ_KEY": "decoy", "NOTKEYS": "decoy"}))
+            answers.append([_bodies(s, "A", f"k{j}") for j in range(7)] + [_bodies(s, "A", "U299")]
+                           + [_bodies(s, "A", "kb"), _bodies(s, "A", "decoy"), _bodies(s, "A", "k39")])
             answers.append(len(os.listdir(os.path.join(s.root, "index"))))
         finally:
             await s.shutdown()
     assert answers[0] == answers[2] and answers[1] == answers[3]
     assert answers[1] >= 2
+    assert answers[0][-3:] == [sorted(f"b{i}".encode() for i in range(40)), [], [b"b39"]]
 
 
 async def test_a_dead_child_is_replaced_and_catches_up(tmp_path: str) -> None:
