@@ -32,10 +32,10 @@ import time
 from remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
+    find_raw_property,
+    raw_property_prefix,
 )
 from store.index_file import IndexService, utf8_key_hash
 
@@ -52,12 +52,9 @@ _I16 = struct.Struct(">h")
 # the body length that follows the store host, reconsume times and prepared offset.
 _MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
            for flags in (0x00, 0x10, 0x20, 0x30)}
-_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR.encode()
 _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
-_KEYS = (MessageConst.KEYS + NAME_VALUE_SEPARATOR).encode()
-_KEYS_INNER = _PROPERTY_SEPARATOR + _KEYS
-_UNIQ = (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR).encode()
-_UNIQ_INNER = _PROPERTY_SEPARATOR + _UNIQ
+_KEYS = raw_property_prefix(MessageConst.KEYS)
+_UNIQ = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -223,21 +220,6 @@ class _CommitLogReader:
                 self.maps.pop(start).close()
 
 
-def _value(props: bytes, prefix: bytes, inner: bytes) -> bytes:
-    """A property's value in a record's raw properties, b"" when absent: ``prefix`` is the name
-    and its separator, ``inner`` the same after a property separator (a whole-name match, as
-    ``find_property``; UTF-8 never puts those bytes inside a character)."""
-    if props.startswith(prefix):
-        i = len(prefix)
-    else:
-        i = props.find(inner)
-        if i < 0:
-            return b""
-        i += len(inner)
-    j = props.find(_PROPERTY_SEPARATOR, i)
-    return props[i:] if j < 0 else props[i:j]
-
-
 def index_records(reader: _CommitLogReader, index: IndexService, offset: int, end: int) -> tuple[int, int]:
     """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
     looks at its parent and its stop flag often); returns the new offset and the last store time.
@@ -269,8 +251,8 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         (props_len,) = _I16.unpack_from(mm, p_end)
         if props_len > 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             props = mm[p_end + 2:p_end + 2 + props_len]
-            keys = _value(props, _KEYS, _KEYS_INNER)
-            uniq = _value(props, _UNIQ, _UNIQ_INNER)
+            keys = find_raw_property(props, _KEYS)
+            uniq = find_raw_property(props, _UNIQ)
             if keys or uniq:
                 topic = mm[p:p_end]
                 prefix = prefixes.get(topic)

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from operator import methodcaller
+from typing import AnyStr
 
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
@@ -131,21 +132,41 @@ def properties_to_string(props: dict[str, str]) -> str:
 _SPLIT_NAME_VALUE = methodcaller("split", NAME_VALUE_SEPARATOR)
 
 
+def _last_value(text: AnyStr, prefix: AnyStr, sep: AnyStr) -> AnyStr | None:
+    """The non-empty value after the last whole-name ``prefix`` (name and NAME_VALUE_SEPARATOR),
+    as ``string_to_properties`` would keep it (a later entry wins; an empty one is no entry)."""
+    end = len(text)
+    while (i := text.rfind(prefix, 0, end)) >= 0:
+        if i == 0 or text[i - 1:i] == sep:
+            start = i + len(prefix)
+            j = text.find(sep, start)
+            value = text[start:] if j < 0 else text[start:j]
+            if value:
+                return value
+        end = i + len(prefix) - 1
+    return None
+
+
 def find_property(text: str, name: str) -> str | None:
     """One property's value, found without parsing the whole string: the store's index and the
     batch send path read two or three names per record. A whole-name match only (``MYKEYS`` is
-    not ``KEYS``); an empty value is no value, as in ``string_to_properties``."""
-    prefix = name + NAME_VALUE_SEPARATOR
-    start = 0
-    while True:
-        i = text.find(prefix, start)
-        if i < 0:
-            return None
-        if i == 0 or text[i - 1] == PROPERTY_SEPARATOR:
-            i += len(prefix)
-            end = text.find(PROPERTY_SEPARATOR, i)
-            return (text[i:] if end < 0 else text[i:end]) or None
-        start = i + 1
+    not ``KEYS``); an empty value is no value; of repeated names the last counts, all as in
+    ``string_to_properties``."""
+    return _last_value(text, name + NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR)
+
+
+_RAW_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR.encode()
+
+
+def raw_property_prefix(name: str) -> bytes:
+    """What ``find_raw_property`` looks for: the name and its separator, as UTF-8."""
+    return (name + NAME_VALUE_SEPARATOR).encode()
+
+
+def find_raw_property(raw: bytes, prefix: bytes) -> bytes:
+    """``find_property`` on UTF-8 properties as a record or a batch entry holds them (no
+    separator byte occurs inside a multi-byte character); b"" when absent."""
+    return _last_value(raw, prefix, _RAW_PROPERTY_SEPARATOR) or b""
 
 
 def string_to_properties(text: str) -> dict[str, str]:

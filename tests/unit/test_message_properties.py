@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol.message import find_property, properties_to_string, string_to_properties
+from remoting.protocol.message import (
+    find_property,
+    find_raw_property,
+    properties_to_string,
+    raw_property_prefix,
+    string_to_properties,
+)
 
 _text = st.text(alphabet=st.sampled_from("ab\x01\x02=é"), max_size=30)
 _names = st.text(alphabet=st.characters(blacklist_characters="\x01\x02"), min_size=1, max_size=12)
@@ -51,3 +57,14 @@ def test_find_property_matches_whole_names_only() -> None:
     assert find_property(props, "UNIQ_KEY") == "U1"
     assert find_property("KEYS\x01\x02X\x01y", "KEYS") is None
     assert find_property("X\x01y", "KEYS") is None
+
+
+@given(st.lists(st.tuples(st.sampled_from(["KEYS", "MYKEYS", "K", "é"]), st.sampled_from(["", "v", "w", "é"])),
+                max_size=6), st.sampled_from(["KEYS", "K", "é", "X"]))
+def test_repeated_names_and_raw_bytes_agree_with_the_parsed_dict(pairs: list[tuple[str, str]], name: str) -> None:
+    """A batch entry's own properties followed by the header's can repeat a name: the last
+    non-empty one counts, in the string and in the UTF-8 bytes a record holds."""
+    text = "\x02".join(f"{n}\x01{v}" for n, v in pairs)
+    expected = string_to_properties(text).get(name)
+    assert find_property(text, name) == expected
+    assert find_raw_property(text.encode(), raw_property_prefix(name)) == (expected or "").encode()
