@@ -4,7 +4,8 @@ Figures (1 KiB bodies with TAGS, KEYS and UNIQ_KEY properties, so ConsumeQueue u
 entries are built for every message; the index is built by the store's child process, as Java's
 reput thread does, and each timing ends only when it has caught up):
 - puts_single_per_s: one put awaited at a time, ASYNC_FLUSH;
-- puts_batch_msgs_per_s: batches of 32, ASYNC_FLUSH;
+- puts_batch_msgs_per_s: batches of 32 for one queue, handed over as the broker hands a batch send
+  (a MessageExtBatch: per entry its body and properties bytes), ASYNC_FLUSH;
 - puts_sync_64_per_s: 64 concurrent writers under SYNC_FLUSH (group commit);
 - bare_encode_per_s: a bare loop encoding the same records with ``struct`` into an mmap (no store logic);
 - fsync_per_s: 4 KiB write + fsync on the same disk.
@@ -36,22 +37,26 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from remoting.loop import run
 from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
-from store.commit_log import MessageExtBrokerInner
+from store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from store.config import FlushDiskType, MessageStoreConfig
 from store.message_store import DefaultMessageStore
 
 BODY = os.urandom(1024)
 FILE_SIZE = 1024 * 1024 * 1024
+BORN_HOST, STORE_HOST = ("127.0.0.1", 50000), ("127.0.0.1", 10911)
+TAG_CODE = tags_string_to_tags_code("TagA")
 
 
-def make_message(i: int, queue_id: int | None = None) -> MessageExtBrokerInner:
+def properties(i: int) -> str:
+    return properties_to_string({MessageConst.TAGS: "TagA", MessageConst.KEYS: f"key-{i}",
+                                 MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: f"7F00000100002A9F{i:016X}"})
+
+
+def make_message(i: int) -> MessageExtBrokerInner:
     uniq = f"7F00000100002A9F{i:016X}"
-    props = properties_to_string({MessageConst.TAGS: "TagA", MessageConst.KEYS: f"key-{i}",
-                                  MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: uniq})
-    return MessageExtBrokerInner(topic="BenchTopic", body=BODY, queue_id=i % 8 if queue_id is None else queue_id,
-                                 properties_string=props,
+    return MessageExtBrokerInner(topic="BenchTopic", body=BODY, queue_id=i % 8, properties_string=properties(i),
                                  tags_code=tags_string_to_tags_code("TagA"), born_timestamp=int(time.time() * 1000),
-                                 born_host=("127.0.0.1", 50000), store_host=("127.0.0.1", 10911),
+                                 born_host=BORN_HOST, store_host=STORE_HOST,
                                  keys=[f"key-{i}"], uniq_key=uniq)
 
 
@@ -94,9 +99,11 @@ def measure_batch(root: str, seconds: float) -> float:
         t0 = time.perf_counter()
         deadline = t0 + seconds
         while time.perf_counter() < deadline:
-            # A batch is one queue's, as a MessageBatch is sent to one MessageQueue.
-            queue_id = n // 32 % 8
-            r = await store.put_messages([make_message(n + k, queue_id) for k in range(32)])
+            # One queue's, as a MessageBatch is sent to one MessageQueue, and as the broker
+            # hands it over: per entry its flag, body, properties (bytes) and tag hash.
+            r = await store.put_messages(MessageExtBatch(
+                "BenchTopic", n // 32 % 8, [(0, BODY, properties(n + k).encode(), TAG_CODE) for k in range(32)],
+                born_timestamp=int(time.time() * 1000), born_host=BORN_HOST, store_host=STORE_HOST))
             if not r.ok:
                 raise RuntimeError(r)
             n += 32
@@ -141,8 +148,7 @@ def measure_bare(root: str, seconds: float) -> float:
     store = bytes([127, 0, 0, 1]) + struct.pack(">i", 10911)
     while time.perf_counter() < deadline and pos < FILE_SIZE - 4096:
         for _ in range(100):
-            props = properties_to_string({"TAGS": "TagA", "KEYS": f"key-{n}",
-                                          "UNIQ_KEY": f"7F00000100002A9F{n:016X}"}).encode()
+            props = properties(n).encode()
             size = 91 + len(BODY) + len(topic) + len(props)
             rec = b"".join((head.pack(size, -626843481, zlib.crc32(BODY) & 0x7FFFFFFF, n % 8, 0, n, pos, 0, 0), born,
                             struct.pack(">q", 0), store, tail.pack(0, 0, len(BODY)), BODY, bytes((len(topic),)), topic,

@@ -73,6 +73,23 @@ class MessageExtBrokerInner:
     uniq_key: str | None = None
 
 
+@dataclass(slots=True)
+class MessageExtBatch:
+    """A batch send as the broker hands it to the store (Java's MessageExtBatch): one topic and
+    queue, and per entry only what differs, ``(flag, body, properties, tag hash)``, with the
+    properties as UTF-8 bytes already merged with the batch's (messages.md §6). Records are
+    built straight from those bytes: no message object per entry."""
+
+    topic: str
+    queue_id: int
+    entries: list[tuple[int, bytes | memoryview, bytes, int]]
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = ("127.0.0.1", 0)
+    store_host: Host = ("127.0.0.1", 0)
+    reconsume_times: int = 0
+
+
 def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageExtBrokerInner:
     """A stored record made writable again (delivery of a delayed message, a send-back, a
     transaction's commit): body, flag, properties string, born fields and reconsume times kept,
@@ -97,23 +114,22 @@ class AppendMessageResult:
     """What an append wrote. The offset message ids are built only when asked for (a send
     response asks once; the dispatcher never does)."""
 
-    __slots__ = ("logics_offset", "msg_num", "offsets", "status", "store_host", "store_timestamp", "written",
+    __slots__ = ("logics_offset", "msg_num", "offsets", "status", "store_host", "store_timestamp", "units",
                  "wrote_bytes", "wrote_offset")
 
     def __init__(self, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
-                 store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 1,
-                 written: list[tuple[MessageExtBrokerInner, int]] | None = None, store_host: bytes = b"",
-                 offsets: tuple[int, ...] = ()) -> None:
+                 store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 1, store_host: bytes = b"",
+                 offsets: tuple[int, ...] = (), units: list[tuple[int, int, int]] | None = None) -> None:
         self.status = status
         self.wrote_offset = wrote_offset
         self.wrote_bytes = wrote_bytes
         self.store_timestamp = store_timestamp
         self.logics_offset = logics_offset
         self.msg_num = msg_num
-        # (message, record size) for each record written, for the dispatcher.
-        self.written = written if written is not None else []
         self.store_host = store_host
         self.offsets = offsets
+        # A batch's ConsumeQueue units (offset, size, tag hash), for the dispatcher.
+        self.units = units
 
     @property
     def msg_id(self) -> str:
@@ -135,7 +151,6 @@ _BLANK = struct.Struct(">ii")
 _HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
 _HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
 _HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
-_NONE_WRITTEN: list[tuple[MessageExtBrokerInner, int]] = []
 _TRAN_TYPE_MASK = 0x3 << 2
 _QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
@@ -178,28 +193,26 @@ class CommitLog:
     def min_offset(self) -> int:
         return self.queue.min_offset if self.queue.files else 0
 
-    def append(self, msgs: list[MessageExtBrokerInner]) -> AppendMessageResult:
-        """Append one message, or a batch (all in one file, consecutive queue offsets).
+    def append_batch(self, batch: MessageExtBatch) -> AppendMessageResult:
+        """Append a batch: one record per entry, all in one file, consecutive queue offsets.
 
-        Each record is one struct pack of its fixed part joined to body, topic and properties,
-        and the batch is copied into the mapping in one slice assignment.
-        """
-        if len(msgs) == 1:
-            return self._append_one(msgs[0])
+        Each record is one struct pack of its fixed part joined to the entry's body and
+        properties as they arrived, and the batch is copied into the mapping in one slice
+        assignment; ``units`` of the result are the entries' ConsumeQueue units."""
+        topic = self._topic(batch.topic)
+        if topic is None:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        born, store = self._host(batch.born_host), self._host(batch.store_host)
+        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
+        fixed = 74 + len(topic) + len(born) + len(store)
         max_body = self.config.maxMessageSize
-        encoded = []
         total = 0
-        for msg in msgs:
-            topic = self._topic(msg.topic)
-            props = msg.properties_string.encode()
-            if topic is None or len(msg.body) > max_body:
+        for _flag, body, props, _tags in batch.entries:
+            if len(body) > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if len(props) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-            born, store = self._host(msg.born_host), self._host(msg.store_host)
-            size = 74 + len(msg.body) + len(topic) + len(props) + len(born) + len(store)
-            encoded.append((msg, topic, props, born, store, size))
-            total += size
+            total += fixed + len(body) + len(props)
         file_size = self.queue.file_size
         if total + END_FILE_MIN_BLANK_LENGTH > file_size:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
@@ -213,40 +226,32 @@ class CommitLog:
             mf = self.queue.get_last_mapped_file(0)
 
         store_ts = int(time.time() * 1000)
-        base = mf.file_from_offset + mf.wrote_position
-        offset = base
-        parts = []
-        written = []
-        offsets = []
-        table = self.topic_queue_table
-        first_queue_offset = 0
-        for msg, topic, props, born, store, size in encoded:
-            key = (msg.topic, msg.queue_id)
-            queued = (msg.sys_flag & _TRAN_TYPE_MASK) in _QUEUED
-            queue_offset = table.get(key, 0) if queued else 0
-            body = msg.body
-            parts.append(_HEADS[len(born), len(store)].pack(
-                size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
-                offset, msg.sys_flag | _HOST_FLAGS[len(born), len(store)], msg.born_timestamp, born, store_ts,
-                store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)))
-            parts.append(body)
-            parts.append(topic)
-            parts.append(_I16.pack(len(props)))
-            parts.append(props)
-            msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, queue_offset, offset
-            if queued:
-                table[key] = queue_offset + 1
-            if not written:
-                first_queue_offset = queue_offset
-            offsets.append(offset)
-            written.append((msg, size))
+        base = offset = mf.file_from_offset + mf.wrote_position
+        key = (batch.topic, batch.queue_id)
+        queued = (batch.sys_flag & _TRAN_TYPE_MASK) in _QUEUED
+        first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        queue_id, sys_flag = batch.queue_id, batch.sys_flag | host_flags
+        born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
+        pack, crc32 = head.pack, zlib.crc32
+        parts: list[bytes | memoryview] = []
+        units = []
+        for flag, body, props, tags_code in batch.entries:
+            size = fixed + len(body) + len(props)
+            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
+                           offset, sys_flag, born_ts, born, store_ts, store, reconsume, 0, len(body)),
+                      body, topic, _I16.pack(len(props)), props)
+            units.append((offset, size, tags_code))
             offset += size
+            if queued:
+                queue_offset += 1
+        if queued:
+            self.topic_queue_table[key] = queue_offset
         pos = mf.wrote_position
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(AppendMessageStatus.PUT_OK, base, total, store_ts, first_queue_offset, len(msgs),
-                                   written, encoded[0][4], tuple(offsets))
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, base, total, store_ts, first_queue_offset, len(units),
+                                   store_host=store, offsets=tuple(u[0] for u in units), units=units)
 
     def _append_one(self, msg: MessageExtBrokerInner) -> AppendMessageResult:
         """``append`` for one message: the same record, with the batch bookkeeping left out
@@ -296,8 +301,7 @@ class CommitLog:
         msg.queue_offset = queue_offset
         msg.commit_log_offset = offset
         self.last_store_timestamp = store_ts
-        # No ``written`` list: the store dispatches the one message it handed in.
-        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, _NONE_WRITTEN, store, (offset,))
+        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, store, (offset,))
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -53,8 +53,8 @@ _I16 = struct.Struct(">h")
 _MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
            for flags in (0x00, 0x10, 0x20, 0x30)}
 _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
-_KEYS = raw_property_prefix(MessageConst.KEYS)
-_UNIQ = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+KEYS_PREFIX = raw_property_prefix(MessageConst.KEYS)
+UNIQ_KEY_PREFIX = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -251,8 +251,8 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         (props_len,) = _I16.unpack_from(mm, p_end)
         if props_len > 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             props = mm[p_end + 2:p_end + 2 + props_len]
-            keys = find_raw_property(props, _KEYS)
-            uniq = find_raw_property(props, _UNIQ)
+            keys = find_raw_property(props, KEYS_PREFIX)
+            uniq = find_raw_property(props, UNIQ_KEY_PREFIX)
             if keys or uniq:
                 topic = mm[p:p_end]
                 prefix = prefixes.get(topic)

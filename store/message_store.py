@@ -23,13 +23,27 @@ from remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    MessageConst,
     decode_record,
+    find_raw_property,
 )
 from store.checkpoint import StoreCheckpoint
-from store.commit_log import AppendMessageResult, AppendMessageStatus, CommitLog, MessageExtBrokerInner
+from store.commit_log import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    CommitLog,
+    MessageExtBatch,
+    MessageExtBrokerInner,
+)
 from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
+from store.index_dispatch import (
+    KEYS_PREFIX,
+    UNIQ_KEY_PREFIX,
+    IndexDispatchProcess,
+    read_indexed_offset,
+    wait_for_previous_child,
+)
 from store.index_file import IndexService
 
 log = logging.getLogger("rocketmq.store")
@@ -412,10 +426,9 @@ class DefaultMessageStore:
         return self._append_single(msg)
 
 
-    async def put_messages(self, msgs: list[MessageExtBrokerInner], wait_store_msg_ok: bool = True
-                           ) -> PutMessageResult:
-        """Store one message or one batch; resolves after the flush under SYNC_FLUSH."""
-        result = self._append(msgs)
+    async def put_messages(self, batch: MessageExtBatch, wait_store_msg_ok: bool = True) -> PutMessageResult:
+        """Store a batch; resolves after the flush under SYNC_FLUSH."""
+        result = self._append_batch(batch)
         if wait_store_msg_ok and self.sync_flush:
             return await self.synced(result)
         return result
@@ -429,24 +442,18 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
         return result
 
-    def _append(self, msgs: list[MessageExtBrokerInner]) -> PutMessageResult:
+    def _append_batch(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append and dispatch in one step: nothing can run between a record landing in the log
         and its queue unit, so a reader never sees a queue behind the log it was told about."""
-        if len(msgs) == 1:
-            return self._append_single(msgs[0])
         if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
             return self._refused()
         try:
-            result = self.commit_log.append(msgs)
+            result = self.commit_log.append_batch(batch)
         except OSError as exc:
             return self._create_failed(exc)
         if result.status is not _APPENDED:
             return self._not_appended(result)
-        written = result.written
-        if not self._dispatch_one_queue(written):
-            dispatch = self._dispatch
-            for msg, size in written:
-                dispatch(msg, size, True)
+        self._dispatch_batch(batch, result)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
@@ -497,23 +504,30 @@ class DefaultMessageStore:
         if self._index_inline:
             self._build_index(msg)
 
-    def _dispatch_one_queue(self, written: list[tuple[MessageExtBrokerInner, int]]) -> bool:
-        """``_dispatch`` for a batch bound for one queue (what a batch send is): its units go
-        into the ConsumeQueue in one write. False when the batch is not that plain case."""
-        first = written[0][0]
-        topic, queue_id = first.topic, first.queue_id
-        if self._index_inline or topic == SCHEDULE_TOPIC or not all(
-                m.topic == topic and m.queue_id == queue_id and m.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES
-                for m, _ in written):
-            return False
-        if not self.find_consume_queue(topic, queue_id).put_units(
-                [(m.commit_log_offset, size, m.tags_code) for m, size in written], first.queue_offset):
-            return False
-        listener = self.message_arriving_listener
-        if listener is not None:
-            for m, _ in written:
-                listener(topic, queue_id, m.queue_offset + 1, m.tags_code, m.store_timestamp, m.properties_string)
-        return True
+    def _dispatch_batch(self, batch: MessageExtBatch, result: AppendMessageResult) -> None:
+        """``_dispatch`` for a batch: its units go into the ConsumeQueue in one write when they
+        fit in the current file, else one by one."""
+        units = result.units
+        assert units is not None
+        topic, queue_id, first = batch.topic, batch.queue_id, result.logics_offset
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
+            cq = self.find_consume_queue(topic, queue_id)
+            if not cq.put_units(units, first):
+                for i, (offset, size, tags_code) in enumerate(units):
+                    cq.put_message_position_info(offset, size, tags_code, first + i)
+            listener = self.message_arriving_listener
+            if listener is not None:
+                store_ts = result.store_timestamp
+                for i, ((_flag, _body, props, _), (_, _, tags_code)) in enumerate(zip(batch.entries, units,
+                                                                                      strict=True)):
+                    listener(topic, queue_id, first + i + 1, tags_code, store_ts, props.decode())
+        if self._index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
+            for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):
+                keys = find_raw_property(props, KEYS_PREFIX).decode()
+                uniq = find_raw_property(props, UNIQ_KEY_PREFIX).decode()
+                if keys or uniq:
+                    self.index_service.build_index(topic, keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
+                                                   uniq or None, offset, result.store_timestamp)
 
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
         if (msg.keys or msg.uniq_key) and msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
-from store.commit_log import MessageExtBrokerInner
+from store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from store.config import MessageStoreConfig
 
 STORE_HOST = ("127.0.0.1", 10911)
@@ -31,3 +31,13 @@ def message(topic: str, body: bytes, queue_id: int = 0, tags: str | None = None,
         topic=topic, body=body, queue_id=queue_id, properties_string=properties_to_string(props),
         tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=1700000000123,
         born_host=born_host, store_host=STORE_HOST, keys=(keys or "").split(" "), uniq_key=uniq)
+
+
+def batch(topic: str, bodies: list[bytes], queue_id: int = 0, tags: str | None = None,
+          properties: list[str] | None = None, born_host: tuple[str, int] = ("10.1.2.3", 5555)) -> MessageExtBatch:
+    """A batch as the broker hands it over: each entry's properties (default TAGS only) are
+    what is stored, and its tag hash is that of its TAGS."""
+    props = properties or [f"{MessageConst.TAGS}\x01{tags}" if tags else "" for _ in bodies]
+    return MessageExtBatch(topic, queue_id, [(0, body, p.encode(), tags_string_to_tags_code(tags))
+                                             for body, p in zip(bodies, props, strict=True)],
+                           born_timestamp=1700000000123, born_host=born_host, store_host=STORE_HOST)

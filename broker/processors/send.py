@@ -33,12 +33,12 @@ from remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    BatchEntry,
     MessageConst,
     RecordError,
-    decode_batch,
-    find_property,
+    find_raw_property,
     properties_to_string,
+    raw_property_prefix,
+    split_batch,
     string_to_properties,
     tags_string_to_tags_code,
 )
@@ -51,13 +51,19 @@ from remoting.protocol.topic import (
     dlq_topic,
 )
 from remoting.server import RemotingServer
-from store.commit_log import MessageExtBrokerInner
+from store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from store.message_store import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
+
+_RAW_SEPARATOR = PROPERTY_SEPARATOR.encode()
+_RAW_DELAY = raw_property_prefix(MessageConst.DELAY_TIME_LEVEL)
+_RAW_TRANSACTION = raw_property_prefix(MessageConst.TRANSACTION_PREPARED)
+_RAW_CLUSTER = raw_property_prefix(MessageConst.CLUSTER)
+_RAW_TAGS = raw_property_prefix(MessageConst.TAGS)
 
 # Clients may not send to the broker's internal topics (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
@@ -252,59 +258,59 @@ class SendMessageProcessor:
             return request.response(ResponseCode.MESSAGE_ILLEGAL,
                                     f"batch request does not support retry group {header.topic}")
         try:
-            entries = decode_batch(request.body or b"")
-        except (RecordError, ValueError) as exc:
-            return request.response(ResponseCode.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}")
+            batch = self._batch(conn, header, queue_id, request.body or b"", topic_config)
+        except RecordError as exc:
+            return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+        result = await self.broker.message_store.put_messages(batch)
+        return self._response(request, result, queue_id)
+
+    def _batch(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int, body: bytes,
+               topic_config: TopicConfig) -> MessageExtBatch:
+        """The store's batch for a SEND_BATCH_MESSAGE body, or RecordError saying why not.
+
+        An entry's properties are stored as sent, followed by the header's properties it lacks
+        and CLUSTER (Java's batch encoder appends the batch's properties the same way), all as
+        bytes: only the names the broker needs are looked up, nothing is decoded or parsed
+        into a dict and back (a batch is most of a broker's per-message work)."""
+        try:
+            entries = split_batch(body)
+        except RecordError as exc:
+            raise RecordError(f"the batch body is malformed: {exc}") from None
         if not entries:
-            return request.response(ResponseCode.MESSAGE_ILLEGAL, "the batch is empty")
+            raise RecordError("the batch is empty")
         header_props = string_to_properties(header.properties or "")
         header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
         header_props.pop(MessageConst.CLUSTER, None)
-        for entry in entries:
-            if (find_property(entry.properties, MessageConst.DELAY_TIME_LEVEL)
-                    or find_property(entry.properties, MessageConst.TRANSACTION_PREPARED) == "true"):
-                return request.response(ResponseCode.MESSAGE_ILLEGAL,
-                                        "batch messages cannot be delayed or transactional")
-        result = await self.broker.message_store.put_messages(
-            self._batch_inners(conn, header, queue_id, entries, header_props, topic_config))
-        return self._response(request, result, queue_id)
-
-    def _batch_inners(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int,
-                      entries: list[BatchEntry], header_props: dict[str, str],
-                      topic_config: TopicConfig) -> list[MessageExtBrokerInner]:
-        """``_inner`` for each entry of a batch. An entry's properties string is stored as sent,
-        followed by the header's properties it lacks and CLUSTER (Java's batch encoder appends
-        the batch's properties the same way); only the names the store needs are looked up,
-        without parsing every entry into a dict and back (a batch is most of a broker's
-        per-message work)."""
-        broker = self.broker
-        cluster = MessageConst.CLUSTER
-        suffix = f"{cluster}{NAME_VALUE_SEPARATOR}{broker.broker_config.brokerClusterName}"
+        fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
+        cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{self.broker.broker_config.brokerClusterName}".encode()
+        stored_entries = []
+        for flag, data, props in entries:
+            if not props.isascii():
+                try:
+                    props.decode()
+                except UnicodeDecodeError:
+                    raise RecordError("the batch body is malformed: entry properties are not UTF-8") from None
+            if find_raw_property(props, _RAW_DELAY) or find_raw_property(props, _RAW_TRANSACTION) == b"true":
+                raise RecordError("batch messages cannot be delayed or transactional")
+            if find_raw_property(props, _RAW_CLUSTER):  # CLUSTER is the broker's to set
+                own = string_to_properties(props.decode())
+                own.pop(MessageConst.CLUSTER)
+                props = properties_to_string(own).encode()
+            tail = [pair for prefix, pair in fill if not find_raw_property(props, prefix)]
+            tail.append(cluster)
+            # As Java: one separator between the entry's own and the appended, never two.
+            glue = _RAW_SEPARATOR if props and not props.endswith(_RAW_SEPARATOR) else b""
+            stored = props + glue + _RAW_SEPARATOR.join(tail)
+            stored_entries.append((flag, data, stored, self._tags_code(find_raw_property(stored, _RAW_TAGS))))
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)
-        born_host = self._born_host(conn.remote_addr)
-        store_host = broker.store_host
-        topic, born_ts, reconsume = header.topic, header.bornTimestamp, header.reconsumeTimes or 0
-        msgs = []
-        for entry in entries:
-            text = entry.properties
-            if find_property(text, cluster) is not None:  # CLUSTER is the broker's to set
-                props = string_to_properties(text)
-                props.pop(cluster)
-                text = properties_to_string(props)
-            parts = [text] if text else []
-            if header_props:
-                parts.extend(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in header_props.items()
-                             if find_property(text, k) is None)
-            parts.append(suffix)
-            stored = PROPERTY_SEPARATOR.join(parts)
-            keys = find_property(stored, MessageConst.KEYS)
-            msgs.append(MessageExtBrokerInner(
-                topic, entry.body, queue_id, entry.flag, stored,
-                tags_string_to_tags_code(find_property(stored, MessageConst.TAGS)), sys_flag, born_ts, born_host,
-                store_host, reconsume, keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-                uniq_key=find_property(stored, MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)))
-        return msgs
+        return MessageExtBatch(header.topic, queue_id, stored_entries, sys_flag, header.bornTimestamp,
+                               self._born_host(conn.remote_addr), self.broker.store_host,
+                               header.reconsumeTimes or 0)
+
+    @staticmethod
+    def _tags_code(raw_tags: bytes) -> int:
+        return tags_string_to_tags_code(raw_tags.decode()) if raw_tags else 0
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         # The common case without hashing the Enum (its __hash__ is Python code).

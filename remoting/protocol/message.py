@@ -401,32 +401,41 @@ class BatchEntry:
     properties: str
 
 
+_BATCH_ENTRY_HEAD = struct.Struct(">iiiii")
+
+
 def encode_batch(entries: list[BatchEntry]) -> bytes:
     out = []
     for e in entries:
         props = e.properties.encode()
-        out.append(struct.pack(">iiiii", 22 + len(e.body) + len(props), 0, 0, e.flag, len(e.body)) + e.body
+        out.append(_BATCH_ENTRY_HEAD.pack(22 + len(e.body) + len(props), 0, 0, e.flag, len(e.body)) + e.body
                    + _I16.pack(len(props)) + props)
     return b"".join(out)
 
 
-def decode_batch(body: bytes) -> list[BatchEntry]:
+def split_batch(body: bytes) -> list[tuple[int, memoryview, bytes]]:
+    """``(flag, body, raw properties)`` of each entry of a batch body, its structure checked;
+    bodies are views into ``body`` (a batch's records are built from them without copies)."""
     entries = []
-    pos = 0
-    while pos < len(body):
-        if len(body) - pos < 22:
+    view = memoryview(body)
+    pos, end = 0, len(body)
+    while pos < end:
+        if end - pos < 22:
             raise RecordError("truncated batch entry")
-        total, _magic, _crc, flag, body_len = struct.unpack_from(">iiiii", body, pos)
-        if body_len < 0 or pos + 22 + body_len > len(body):
+        total, _magic, _crc, flag, body_len = _BATCH_ENTRY_HEAD.unpack_from(body, pos)
+        if body_len < 0 or pos + 22 + body_len > end:
             raise RecordError("batch entry body length does not fit")
         p = pos + 20 + body_len
         (props_len,) = _I16.unpack_from(body, p)
-        if props_len < 0 or total != 22 + body_len + props_len or pos + total > len(body):
+        if props_len < 0 or total != 22 + body_len + props_len or pos + total > end:
             raise RecordError("batch entry size does not match its lengths")
-        try:
-            props = body[p + 2:p + 2 + props_len].decode()
-        except UnicodeDecodeError:
-            raise RecordError("batch entry properties are not UTF-8") from None
-        entries.append(BatchEntry(flag, body[pos + 20:p], props))
+        entries.append((flag, view[pos + 20:p], body[p + 2:p + 2 + props_len]))
         pos += total
     return entries
+
+
+def decode_batch(body: bytes) -> list[BatchEntry]:
+    try:
+        return [BatchEntry(flag, bytes(data), props.decode()) for flag, data, props in split_batch(body)]
+    except UnicodeDecodeError:
+        raise RecordError("batch entry properties are not UTF-8") from None

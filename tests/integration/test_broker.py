@@ -248,6 +248,18 @@ async def test_bad_input_gets_clear_errors_and_changes_nothing(tmp_path: str, cl
         assert no_header.code == ResponseCode.SYSTEM_ERROR and "is null" in no_header.remark
         unknown = await call(client, broker.addr, 4242)
         assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        # Batches: each refused whole, with its reason.
+        truncated = batch_request("Small", [b"a", b"b"])
+        truncated.body = truncated.body[:-3]  # type: ignore[index]
+        not_utf8 = batch_request("Small", [b"a"], entry_properties=["P\x01@@"])
+        not_utf8.body = not_utf8.body.replace(b"@@", b"\xff\xfe")  # type: ignore[union-attr]
+        empty = batch_request("Small", [])
+        for request, remark in ((truncated, "malformed"), (not_utf8, "not UTF-8"), (empty, "empty"),
+                                (batch_request("Small", [b"a", b"b"], entry_properties=["", "DELAY\x013"]), "delayed"),
+                                (batch_request("Small", [b"a", b"x" * 2048]), "size"),
+                                (batch_request("%RETRY%g", [b"a"]), "retry group")):
+            r = await client.invoke(broker.addr, request, 5)
+            assert r.code == ResponseCode.MESSAGE_ILLEGAL and remark in r.remark, (remark, r.remark)
         for qid in (0, 1):
             r = await call(client, broker.addr, RequestCode.GET_MAX_OFFSET, {"topic": "Small", "queueId": str(qid)})
             assert r.ext_fields["offset"] == "0", "nothing was stored"

@@ -13,7 +13,7 @@ import textwrap
 from remoting.protocol.message import decode_record
 from store.index_dispatch import read_indexed_offset, wait_for_previous_child
 from store.message_store import DefaultMessageStore
-from tests.store_helpers import message, small_config
+from tests.store_helpers import batch, message, small_config
 from tests.waiting import wait_until
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,8 +67,8 @@ async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
             for i in range(300):  # small index files (256 entries): several files, rolled by both
                 await s.put_message(message("A", f"a{i}".encode(), keys=f"k{i % 7}", uniq=f"U{i}"))
             # A batch; a name that ends in KEYS is not KEYS; empty keys between separators.
-            await s.put_messages([message("A", f"b{i}".encode(), keys=f" k{i}  kb ", extra={"MYKEYS": "decoy"})
-                                  for i in range(40)])
+            await s.put_messages(batch("A", [f"b{i}".encode() for i in range(40)],
+                                       properties=[f"MYKEYS\x01decoy\x02KEYS\x01 k{i}  kb " for i in range(40)]))
             await s.put_message(message("A", b"c", extra={"XUNIQ_KEY": "decoy", "NOTKEYS": "decoy"}))
             answers.append([_bodies(s, "A", f"k{j}") for j in range(7)] + [_bodies(s, "A", "U299")]
                            + [_bodies(s, "A", "kb"), _bodies(s, "A", "decoy"), _bodies(s, "A", "k39")])
@@ -125,7 +125,7 @@ async def test_the_child_leaves_when_its_store_process_dies(tmp_path: str) -> No
     script = textwrap.dedent(f"""
         import asyncio, sys
         from store.message_store import DefaultMessageStore
-        from tests.store_helpers import message, small_config
+        from tests.store_helpers import batch, message, small_config
         async def main():
             s = DefaultMessageStore(small_config({root!r}))
             await s.load()
