@@ -37,7 +37,7 @@ from remoting.protocol.message import (
     find_raw_property,
     raw_property_prefix,
 )
-from store.index_file import IndexService, utf8_key_hash
+from store.index_file import IndexService, key_hashes
 
 log = logging.getLogger("rocketmq.store")
 
@@ -258,15 +258,13 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
                 prefix = prefixes.get(topic)
                 if prefix is None:
                     prefix = prefixes[topic] = topic + b"#"
-                for key in keys.split(_KEY_SEPARATOR) if keys else ():
-                    if key:
-                        hashes.append(utf8_key_hash(prefix + key))
-                        phys.append(offset)
-                        stamps.append(store_ts)
+                each = keys.split(_KEY_SEPARATOR) if keys else []
                 if uniq:
-                    hashes.append(utf8_key_hash(prefix + uniq))
-                    phys.append(offset)
-                    stamps.append(store_ts)
+                    each.append(uniq)
+                found = key_hashes(prefix, each)
+                hashes += found
+                phys += [offset] * len(found)
+                stamps += [store_ts] * len(found)
         last_ts = store_ts
         offset += total
     if hashes:

@@ -27,6 +27,7 @@ INDEX_SIZE = 20
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
+_MAX_TIME_DIFF = 2**31 - 1
 
 
 def key_hash(key: str) -> int:
@@ -43,18 +44,26 @@ def topic_key_hash(topic: str, key: str) -> int:
     return _abs_hash(java_string_hash(f"{topic}#{key}"))
 
 
-def utf8_key_hash(data: bytes) -> int:
-    """``key_hash`` of a key given as UTF-8 bytes, as records hold it: the ASCII case (nearly
-    every key) hashed without decoding."""
-    if data.isascii():
-        h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
-        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
-    return key_hash(data.decode(errors="replace"))
+def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
+    """``topic_key_hash`` of each non-empty key, given as UTF-8 bytes as records hold them, with
+    ``prefix`` the topic's UTF-8 bytes and ``#``. The ASCII case (nearly every key) is hashed
+    inline, without decoding: this is the index builder's largest cost."""
+    out = []
+    for key in keys:
+        if not key:
+            continue
+        data = prefix + key
+        if data.isascii():
+            h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
+            out.append(h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h))
+        else:
+            out.append(key_hash(data.decode(errors="replace")))
+    return out
 
 
 def _topic_key_hashes(topic: str, keys: list[str], uniq_key: str | None) -> list[int]:
     """``topic_key_hash`` of each non-empty key and of the unique key."""
-    return [utf8_key_hash(f"{topic}#{key}".encode()) for key in (*keys, uniq_key) if key]
+    return key_hashes(f"{topic}#".encode(), [key.encode() for key in (*keys, uniq_key) if key])
 
 
 class IndexFile:
@@ -112,27 +121,35 @@ class IndexFile:
         pack_entry, pack_slot = _ENTRY.pack_into, _SLOT.pack_into
         begin = self.begin_timestamp
         new_slots = 0
-        for i in range(start, start + n):
-            ts = stamps[i]
+        off = 0
+        stop = start + n
+        for h, phy, ts in zip(hashes[start:stop], phys[start:stop], stamps[start:stop], strict=True):
             # As Java's putKey: timed against the file's begin timestamp as it was before this
             # entry (for a new file's first entry, the previous file's end).
-            time_diff = 0 if begin <= 0 else min(max((ts - begin) // 1000, 0), 2**31 - 1)
+            if begin > 0:
+                time_diff = (ts - begin) // 1000
+                if time_diff < 0:
+                    time_diff = 0
+                elif time_diff > _MAX_TIME_DIFF:
+                    time_diff = _MAX_TIME_DIFF
+            else:
+                time_diff = 0
             if count <= 1:
-                self.begin_phy_offset = phys[i]
+                self.begin_phy_offset = phy
                 begin = ts
-            h = hashes[i]
             slot = h % slot_num
             prev = slots[slot]
             if prev <= 0 or prev > count:
                 prev = 0
                 new_slots += 1
-            pack_entry(entries, (i - start) * INDEX_SIZE, h, phys[i], time_diff, prev)
+            pack_entry(entries, off, h, phy, time_diff, prev)
+            off += INDEX_SIZE
             slots[slot] = count
             pack_slot(mm, INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE, count)
             count += 1
         at = self.entries_pos + self.index_count * INDEX_SIZE
         mm[at:at + n * INDEX_SIZE] = entries
-        last = start + n - 1
+        last = stop - 1
         self.begin_timestamp = begin
         self.hash_slot_count += new_slots
         self.index_count = count

@@ -159,14 +159,23 @@ _RAW_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR.encode()
 
 
 def raw_property_prefix(name: str) -> bytes:
-    """What ``find_raw_property`` looks for: the name and its separator, as UTF-8."""
-    return (name + NAME_VALUE_SEPARATOR).encode()
+    """What ``find_raw_property`` looks for: the name and its separator after a property
+    separator, as UTF-8."""
+    return (PROPERTY_SEPARATOR + name + NAME_VALUE_SEPARATOR).encode()
 
 
 def find_raw_property(raw: bytes, prefix: bytes) -> bytes:
     """``find_property`` on UTF-8 properties as a record or a batch entry holds them (no
-    separator byte occurs inside a multi-byte character); b"" when absent."""
-    return _last_value(raw, prefix, _RAW_PROPERTY_SEPARATOR) or b""
+    separator byte occurs inside a multi-byte character); b"" when absent. The store's index
+    reads two names per record, so the usual case (a last entry with a value) is one search."""
+    i = raw.rfind(prefix)
+    if i >= 0:
+        start = i + len(prefix)
+        j = raw.find(_RAW_PROPERTY_SEPARATOR, start)
+        value = raw[start:] if j < 0 else raw[start:j]
+        if value:
+            return value
+    return _last_value(raw, prefix[1:], _RAW_PROPERTY_SEPARATOR) or b""
 
 
 def string_to_properties(text: str) -> dict[str, str]:
