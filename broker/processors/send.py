@@ -283,6 +283,10 @@ class SendMessageProcessor:
         header_props.pop(MessageConst.CLUSTER, None)
         fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
         cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{self.broker.broker_config.brokerClusterName}".encode()
+        # A name no entry can hold is not looked for in each: an entry's properties are part of
+        # the body, so one scan of the body rules a name out for all of them.
+        delay_or_transaction = _RAW_DELAY[1:] in body or _RAW_TRANSACTION[1:] in body
+        own_cluster = _RAW_CLUSTER[1:] in body
         stored_entries = []
         for flag, data, props in entries:
             if not props.isascii():
@@ -290,9 +294,10 @@ class SendMessageProcessor:
                     props.decode()
                 except UnicodeDecodeError:
                     raise RecordError("the batch body is malformed: entry properties are not UTF-8") from None
-            if find_raw_property(props, _RAW_DELAY) or find_raw_property(props, _RAW_TRANSACTION) == b"true":
+            if delay_or_transaction and (find_raw_property(props, _RAW_DELAY)
+                                         or find_raw_property(props, _RAW_TRANSACTION) == b"true"):
                 raise RecordError("batch messages cannot be delayed or transactional")
-            if find_raw_property(props, _RAW_CLUSTER):  # CLUSTER is the broker's to set
+            if own_cluster and find_raw_property(props, _RAW_CLUSTER):  # CLUSTER is the broker's to set
                 own = string_to_properties(props.decode())
                 own.pop(MessageConst.CLUSTER)
                 props = properties_to_string(own).encode()

@@ -175,6 +175,8 @@ def find_raw_property(raw: bytes, prefix: bytes) -> bytes:
         value = raw[start:] if j < 0 else raw[start:j]
         if value:
             return value
+    elif not raw.startswith(prefix[1:]):
+        return b""
     return _last_value(raw, prefix[1:], _RAW_PROPERTY_SEPARATOR) or b""
 
 
