@@ -443,10 +443,3 @@ def split_batch(body: bytes) -> list[tuple[int, memoryview, bytes]]:
         entries.append((flag, view[pos + 20:p], body[p + 2:p + 2 + props_len]))
         pos += total
     return entries
-
-
-def decode_batch(body: bytes) -> list[BatchEntry]:
-    try:
-        return [BatchEntry(flag, bytes(data), props.decode()) for flag, data, props in split_batch(body)]
-    except UnicodeDecodeError:
-        raise RecordError("batch entry properties are not UTF-8") from None

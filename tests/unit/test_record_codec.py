@@ -11,11 +11,14 @@ from client.allocate import MessageQueue
 from client.lite_pull_consumer import _decode_pulled
 from remoting.protocol.message import (
     COMPRESSED_FLAG,
+    BatchEntry,
     MessageExt,
     RecordError,
     decode_record,
     decode_records,
+    encode_batch,
     encode_record,
+    split_batch,
 )
 
 
@@ -59,3 +62,15 @@ def test_a_flagged_body_that_does_not_inflate_is_a_record_error() -> None:
 def test_a_pull_batch_keeps_the_records_before_an_undecodable_one() -> None:
     buf = record(b"one", 0) + record(b"bad", COMPRESSED_FLAG) + record(b"three", 0)
     assert [m.body for m in _decode_pulled(buf, MessageQueue("T", "b", 0), 0)] == [b"one"]
+
+
+def test_batch_bodies_split_back_into_their_entries() -> None:
+    entries = [BatchEntry(7, b"first", "TAGS\x01a"), BatchEntry(0, b"", ""),
+               BatchEntry(1, b"\x00" * 300, "K\x01\u00e9")]
+    body = encode_batch(entries)
+    assert [(flag, bytes(data), props) for flag, data, props in split_batch(body)] == [
+        (e.flag, e.body, e.properties.encode()) for e in entries]
+    assert split_batch(b"") == []
+    for broken in (body[:-1], body + b"\x00" * 5, body[:10], b"\x7f" + body[1:]):
+        with pytest.raises(RecordError):
+            split_batch(broken)
