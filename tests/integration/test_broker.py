@@ -114,6 +114,20 @@ async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, 
         start = time.monotonic()
         empty = await client.invoke(broker.addr, pull_request("cg", "Poll", 1, 2, suspend_ms=300), 5)
         assert empty.code == ResponseCode.PULL_NOT_FOUND and 0.25 < time.monotonic() - start < 2
+        # A batch wakes a pull that only its middle entry satisfies: each entry is announced.
+        tagged = asyncio.ensure_future(client.invoke(broker.addr, pull_request(
+            "cg", "Poll", 1, 2, suspend_ms=10000, subscription="TagB"), 15))
+        await asyncio.sleep(0.3)
+        assert not tagged.done()
+        sent_at = time.monotonic()
+        batch = await producer.invoke(broker.addr, batch_request("Poll", [b"t0", b"t1", b"t2"], queue_id=1,
+                                                                entry_properties=["TAGS\x01TagA", "TAGS\x01TagB",
+                                                                                  "TAGS\x01TagA"]), 5)
+        assert batch.code == ResponseCode.SUCCESS
+        response = await asyncio.wait_for(tagged, 5)
+        latency = time.monotonic() - sent_at
+        assert [m.body for m in decode_records(response.body)] == [b"t1"]
+        assert latency < 0.1, f"held pull answered {latency * 1000:.0f} ms after the batch"
     finally:
         await producer.close()
 
