@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import queue
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -17,6 +18,12 @@ from client.allocate import MessageQueue
 from client.lite_pull_consumer import LitePullConsumer
 from client.message import Message, SendResult
 from client.producer import Producer
+from client.transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 from remoting.loop import loop_factory
 from remoting.protocol.message import MessageExt
 
@@ -74,6 +81,75 @@ class BlockingProducer:
 
     def send_batch(self, msgs: Sequence[Message], **kwargs: Any) -> SendResult:
         return run_sync(self._producer.send_batch(msgs, **kwargs))
+
+
+class BlockingTransactionProducer(BlockingProducer):
+    """Java's TransactionMQProducer for plain scripts, with a listener of plain functions.
+
+    The local transaction runs in the thread that called ``send_message_in_transaction``, as in
+    Java (whatever it has bound to that thread, a database session say, is there), and
+    check-backs run in a worker thread: neither ever runs on the SDK's loop, where a slow one
+    would hold up heartbeats and pulls."""
+
+    def __init__(self, *args: Any, transaction_listener: TransactionListener, **kwargs: Any) -> None:
+        self._listener = transaction_listener
+        self._producer: TransactionProducer = run_sync(_construct(
+            TransactionProducer, *args, transaction_listener=_OffTheLoop(transaction_listener), **kwargs))
+
+    def start(self) -> BlockingTransactionProducer:
+        run_sync(self._producer.start())
+        return self
+
+    def __enter__(self) -> BlockingTransactionProducer:
+        return self.start()
+
+    def send_message_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
+        loop = _background_loop()
+        caller = _Caller(arg)
+        done = asyncio.run_coroutine_threadsafe(self._producer.send_message_in_transaction(msg, caller), loop)
+        done.add_done_callback(lambda _: caller.requests.put(None))
+        while (request := caller.requests.get()) is not None:
+            half, answer = request
+            try:
+                state = self._listener.execute_local_transaction(half, arg)
+            except Exception as exc:  # the producer logs it and leaves the outcome UNKNOW
+                loop.call_soon_threadsafe(_settle, answer, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, answer, state, None)
+        return done.result()
+
+
+class _Caller:
+    """The user's ``arg``, carried through the async producer with the way back to the thread
+    that is waiting in ``send_message_in_transaction``."""
+
+    def __init__(self, arg: Any) -> None:
+        self.arg = arg
+        self.requests: queue.SimpleQueue[tuple[Message, asyncio.Future[Any]] | None] = queue.SimpleQueue()
+
+
+class _OffTheLoop:
+    """The async producer's listener: hands each call to a thread instead of running it."""
+
+    def __init__(self, listener: TransactionListener) -> None:
+        self.listener = listener
+
+    async def execute_local_transaction(self, msg: Message, caller: _Caller) -> Any:
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        caller.requests.put((msg, answer))
+        return await answer
+
+    async def check_local_transaction(self, msg: MessageExt) -> Any:
+        return await asyncio.to_thread(self.listener.check_local_transaction, msg)
+
+
+def _settle(answer: asyncio.Future[Any], state: LocalTransactionState | None, error: BaseException | None) -> None:
+    if answer.done():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(state)
 
 
 class BlockingLitePullConsumer:

@@ -8,7 +8,8 @@ producer of the same group with CHECK_TRANSACTION_STATE; the client instance han
 class, whose listener's ``check_local_transaction`` answers.
 
 Listener methods may be plain functions or coroutines. Plain ones run on the event loop, so keep
-them short (or make them coroutines that await their I/O).
+them short (or make them coroutines that await their I/O); ``client.sync.BlockingTransactionProducer``
+runs plain ones off the loop.
 """
 
 from __future__ import annotations

@@ -1,0 +1,52 @@
+"""A plain script using the blocking facade's transactional producer (no event loop of its own).
+
+Run by tests/integration/test_sync_facade.py: ``python sync_trans_script.py NAMESRV``. It prints
+which thread each listener call ran in, each transaction's outcome, and what a consumer sees.
+"""
+
+import sys
+import threading
+
+from client import LocalTransactionState, Message
+from client.sync import BlockingLitePullConsumer, BlockingTransactionProducer
+from remoting.protocol.heartbeat import ConsumeFromWhere
+
+DECISIONS = {b"commit-me": LocalTransactionState.COMMIT_MESSAGE,
+             b"rollback-me": LocalTransactionState.ROLLBACK_MESSAGE,
+             b"check-me": LocalTransactionState.UNKNOW}
+checked = threading.Event()
+check_threads: set[tuple[bool, bool]] = set()  # (in the main thread, on the SDK's loop) per check
+
+
+class Listener:
+    def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+        print("EXECUTE", msg.body.decode(), arg, threading.current_thread() is threading.main_thread(), flush=True)
+        if msg.body == b"raise-me":
+            raise RuntimeError("local transaction failed")
+        return DECISIONS[msg.body]
+
+    def check_local_transaction(self, msg: object) -> LocalTransactionState:
+        check_threads.add((threading.current_thread() is threading.main_thread(),
+                           threading.current_thread().name == "rocketmq-py-loop"))
+        checked.set()
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+namesrv = sys.argv[1]
+with BlockingTransactionProducer("pg_sync_trans", namesrv, transaction_listener=Listener()) as producer:
+    for body in (b"commit-me", b"rollback-me", b"check-me", b"raise-me"):
+        result = producer.send_message_in_transaction(Message("SyncTrans", body), arg=f"arg-{body.decode()}")
+        print("RESULT", body.decode(), result.send_status.value, result.local_transaction_state.value, flush=True)
+    # check-me and raise-me were left UNKNOW: the broker asks back, and the answer commits them.
+    print("CHECKED", checked.wait(30), sorted(check_threads), flush=True)
+
+consumer = BlockingLitePullConsumer("cg_sync_trans", namesrv, rebalance_interval=1.0,
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+consumer.subscribe("SyncTrans")
+with consumer:
+    got: list[bytes] = []
+    for _ in range(60):
+        got.extend(m.body for m in consumer.poll(0.5))
+        if len(got) >= 3:
+            break
+print("GOT", b",".join(sorted(got)).decode(), flush=True)
