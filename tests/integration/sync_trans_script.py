@@ -8,8 +8,8 @@ import sys
 import threading
 
 from client import LocalTransactionState, Message
-from client.sync import BlockingLitePullConsumer, BlockingTransactionProducer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from client.sync import BlockingTransactionProducer
+from tests.integration.sync_script import consume_from_first
 
 DECISIONS = {b"commit-me": LocalTransactionState.COMMIT_MESSAGE,
              b"rollback-me": LocalTransactionState.ROLLBACK_MESSAGE,
@@ -40,13 +40,4 @@ with BlockingTransactionProducer("pg_sync_trans", namesrv, transaction_listener=
     # check-me and raise-me were left UNKNOW: the broker asks back, and the answer commits them.
     print("CHECKED", checked.wait(30), sorted(check_threads), flush=True)
 
-consumer = BlockingLitePullConsumer("cg_sync_trans", namesrv, rebalance_interval=1.0,
-                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-consumer.subscribe("SyncTrans")
-with consumer:
-    got: list[bytes] = []
-    for _ in range(60):
-        got.extend(m.body for m in consumer.poll(0.5))
-        if len(got) >= 3:
-            break
-print("GOT", b",".join(sorted(got)).decode(), flush=True)
+print("GOT", b",".join(consume_from_first("cg_sync_trans", namesrv, "SyncTrans", 3)).decode(), flush=True)
