@@ -33,11 +33,8 @@ from remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     TRANSACTION_ROLLBACK_TYPE,
-    MessageConst,
-    find_raw_property,
-    raw_property_prefix,
 )
-from store.index_file import IndexService, key_hashes
+from store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
 
@@ -52,9 +49,6 @@ _I16 = struct.Struct(">h")
 # the body length that follows the store host, reconsume times and prepared offset.
 _MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
            for flags in (0x00, 0x10, 0x20, 0x30)}
-_KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
-KEYS_PREFIX = raw_property_prefix(MessageConst.KEYS)
-UNIQ_KEY_PREFIX = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -250,18 +244,12 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
         p_end = p + mm[p - 1]
         (props_len,) = _I16.unpack_from(mm, p_end)
         if props_len > 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
-            props = mm[p_end + 2:p_end + 2 + props_len]
-            keys = find_raw_property(props, KEYS_PREFIX)
-            uniq = find_raw_property(props, UNIQ_KEY_PREFIX)
-            if keys or uniq:
-                topic = mm[p:p_end]
-                prefix = prefixes.get(topic)
-                if prefix is None:
-                    prefix = prefixes[topic] = topic + b"#"
-                each = keys.split(_KEY_SEPARATOR) if keys else []
-                if uniq:
-                    each.append(uniq)
-                found = key_hashes(prefix, each)
+            topic = mm[p:p_end]
+            prefix = prefixes.get(topic)
+            if prefix is None:
+                prefix = prefixes[topic] = topic + b"#"
+            found = record_key_hashes(prefix, mm[p_end + 2:p_end + 2 + props_len])
+            if found:
                 hashes += found
                 phys += [offset] * len(found)
                 stamps += [store_ts] * len(found)

@@ -17,7 +17,14 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from remoting.protocol.message import _HI31, _LO31, java_string_hash
+from remoting.protocol.message import (
+    _HI31,
+    _LO31,
+    MessageConst,
+    find_raw_property,
+    java_string_hash,
+    raw_property_prefix,
+)
 
 log = logging.getLogger("rocketmq.store")
 
@@ -28,6 +35,9 @@ _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _MAX_TIME_DIFF = 2**31 - 1
+_KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
+_KEYS = raw_property_prefix(MessageConst.KEYS)
+_UNIQ_KEY = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 def key_hash(key: str) -> int:
@@ -59,6 +69,16 @@ def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
         else:
             out.append(key_hash(data.decode(errors="replace")))
     return out
+
+
+def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
+    """The hashes a record's raw properties index: each of its KEYS, then its UNIQ_KEY."""
+    keys = find_raw_property(props, _KEYS)
+    each = keys.split(_KEY_SEPARATOR) if keys else []
+    uniq = find_raw_property(props, _UNIQ_KEY)
+    if uniq:
+        each.append(uniq)
+    return key_hashes(prefix, each) if each else []
 
 
 def _topic_key_hashes(topic: str, keys: list[str], uniq_key: str | None) -> list[int]:

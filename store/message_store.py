@@ -23,9 +23,7 @@ from remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    MessageConst,
     decode_record,
-    find_raw_property,
 )
 from store.checkpoint import StoreCheckpoint
 from store.commit_log import (
@@ -37,14 +35,8 @@ from store.commit_log import (
 )
 from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from store.index_dispatch import (
-    KEYS_PREFIX,
-    UNIQ_KEY_PREFIX,
-    IndexDispatchProcess,
-    read_indexed_offset,
-    wait_for_previous_child,
-)
-from store.index_file import IndexService
+from store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
+from store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
 
@@ -522,12 +514,12 @@ class DefaultMessageStore:
                                                                                       strict=True)):
                     listener(topic, queue_id, first + i + 1, tags_code, store_ts, props.decode())
         if self._index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
+            prefix = f"{topic}#".encode()
             for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):
-                keys = find_raw_property(props, KEYS_PREFIX).decode()
-                uniq = find_raw_property(props, UNIQ_KEY_PREFIX).decode()
-                if keys or uniq:
-                    self.index_service.build_index(topic, keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-                                                   uniq or None, offset, result.store_timestamp)
+                hashes = record_key_hashes(prefix, props)
+                if hashes:
+                    self.index_service.put_entries(hashes, [offset] * len(hashes),
+                                                   [result.store_timestamp] * len(hashes))
 
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
         if (msg.keys or msg.uniq_key) and msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
