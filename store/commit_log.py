@@ -31,8 +31,9 @@ from remoting.protocol.message import (
     properties_to_string,
     tags_string_to_tags_code,
 )
-from store.config import MessageStoreConfig
+from store.config import FlushDiskType, MessageStoreConfig
 from store.mapped_file import MappedFileQueue
+from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 
 log = logging.getLogger("rocketmq.store")
 
@@ -161,6 +162,8 @@ class CommitLog:
         self.config = config
         self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
                                      warm=config.warmMapedFileEnable)
+        self.warmer = PageWarmer(config.warmAheadCommitLog, MADV_POPULATE_READ
+                                 if config.flushDiskType == FlushDiskType.SYNC_FLUSH else MADV_POPULATE_WRITE)
         # (topic, queueId) -> next queue offset, rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.last_store_timestamp = 0
@@ -247,6 +250,8 @@ class CommitLog:
         if queued:
             self.topic_queue_table[key] = queue_offset
         pos = mf.wrote_position
+        if pos + total > mf.warm_mark:
+            self.warmer.request(mf, pos + total)
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
         self.last_store_timestamp = store_ts
@@ -281,6 +286,8 @@ class CommitLog:
                 mf.wrote_position = file_size
             mf = self.queue.get_last_mapped_file(0)
             pos = mf.wrote_position
+        if pos + size > mf.warm_mark:
+            self.warmer.request(mf, pos + size)
         store_ts = int(time.time() * 1000)
         offset = mf.file_from_offset + pos
         sys_flag = msg.sys_flag

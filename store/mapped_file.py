@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import ctypes
 import logging
 import mmap
 import os
@@ -48,7 +49,8 @@ def _allocate(path: str, file_size: int, warm: bool) -> MappedFile:
 
 
 class MappedFile:
-    __slots__ = ("fd", "file_from_offset", "file_size", "flushed_position", "mm", "path", "wrote_position")
+    __slots__ = ("_address", "fd", "file_from_offset", "file_size", "flushed_position", "mm", "path", "warm_mark",
+                 "warm_requested", "wrote_position")
 
     def __init__(self, path: str, file_size: int) -> None:
         self.path = path
@@ -70,6 +72,23 @@ class MappedFile:
         self.fd = fd
         self.wrote_position = 0
         self.flushed_position = 0
+        # store.prefault's bookkeeping: the write position at which the writer next asks for
+        # pages ahead, and how far it has asked already.
+        self.warm_mark = 0
+        self.warm_requested = 0
+        self._address: int | None = None
+
+    def address(self) -> int | None:
+        """The mapping's address, for madvise; None once closed. Taken through a buffer export
+        that is released at once, so ``close`` is never refused because of it."""
+        if self._address is None and self.fd >= 0:
+            try:
+                view = (ctypes.c_char * 1).from_buffer(self.mm)
+            except (ValueError, TypeError):  # closed
+                return None
+            self._address = ctypes.addressof(view)
+            del view
+        return self._address if self.fd >= 0 else None
 
     @staticmethod
     def file_name(offset: int) -> str:
@@ -104,14 +123,14 @@ class MappedFile:
             pass
 
     def close(self) -> None:
-        if self.fd < 0:
+        fd, self.fd = self.fd, -1  # first, so a warming thread stops before the unmap
+        if fd < 0:
             return
         try:
             self.mm.close()
         except BufferError:
             pass
-        os.close(self.fd)
-        self.fd = -1
+        os.close(fd)
 
 
 class MappedFileQueue:

@@ -357,6 +357,7 @@ class DefaultMessageStore:
             if not fut.done():
                 fut.set_result(True)
         self._flush_waiters.clear()
+        await asyncio.to_thread(self.commit_log.warmer.close)
         self.commit_log.queue.close()
         for queues in self.consume_queue_table.values():
             for cq in queues.values():

@@ -1,0 +1,117 @@
+"""store.prefault: CommitLog pages are faulted in ahead of the writer by a thread, and only there.
+
+Residency is read with mincore(2) on the store's own mapping, so these tests see what the kernel
+did, not what the warmer counted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from store.commit_log import CommitLog
+from store.config import FlushDiskType, MessageStoreConfig
+from store.mapped_file import MappedFile
+from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE
+from tests.store_helpers import message
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise populate is Linux's")
+
+MiB = 1 << 20
+FILE_SIZE = 64 * MiB
+AHEAD = 24 * MiB
+PAGE = mmap.PAGESIZE
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+
+
+def resident_pages(mf: MappedFile, start: int, stop: int) -> int:
+    """How many pages of [start, stop) of the mapping are in memory."""
+    base = mf.address()
+    assert base is not None
+    pages = (stop - start) // PAGE
+    vec = ctypes.create_string_buffer(pages)
+    assert _libc.mincore(base + start, stop - start, vec) == 0, ctypes.get_errno()
+    return sum(b & 1 for b in vec.raw)
+
+
+def wait_resident(mf: MappedFile, start: int, stop: int, timeout: float = 10.0) -> int:
+    deadline = time.monotonic() + timeout
+    while (n := resident_pages(mf, start, stop)) < (stop - start) // PAGE and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return n
+
+
+def commit_log(tmp_path: object, **overrides: object) -> CommitLog:
+    cfg = MessageStoreConfig(storePathRootDir=str(tmp_path), mappedFileSizeCommitLog=FILE_SIZE, **overrides)
+    return CommitLog(cfg)
+
+
+@pytest.fixture
+def warm_log(tmp_path: object) -> Iterator[CommitLog]:
+    # Wider than the kernel's own readahead of a first fault (8 MiB here), so what is resident
+    # past that was the warmer's doing.
+    log = commit_log(tmp_path, warmAheadCommitLog=AHEAD)
+    if not log.warmer.enabled:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    yield log
+    log.warmer.close()
+    log.queue.close()
+
+
+def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log: CommitLog) -> None:
+    assert warm_log.warmer.advice == MADV_POPULATE_WRITE
+    warm_log._append_one(message("T", b"x" * 100))
+    mf = warm_log.queue.files[-1]
+    assert wait_resident(mf, 0, AHEAD) == AHEAD // PAGE
+    # A sparse file's far tail stays out of memory: the window is populated, not the file (the
+    # kernel's own readahead of a fault reaches some MiB further, never this far).
+    assert resident_pages(mf, 48 * MiB, FILE_SIZE) == 0
+
+
+def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
+    body = bytes(range(256)) * 256
+    results = [warm_log._append_one(message("T", body))]
+    while warm_log.queue.files[-1].wrote_position < 5 * MiB:
+        results.append(warm_log._append_one(message("T", body)))
+    mf = warm_log.queue.files[-1]
+    end = mf.wrote_position
+    assert mf.warm_requested >= end + MiB
+    start, stop = end - end % PAGE, mf.warm_requested - mf.warm_requested % PAGE
+    assert wait_resident(mf, start, stop) == (stop - start) // PAGE
+    # Warming never changes a byte: every record reads back with its body.
+    for r in results:
+        record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
+        assert record is not None and body in record
+
+
+def test_sync_flush_populates_without_dirtying(tmp_path: object) -> None:
+    log = commit_log(tmp_path, flushDiskType=FlushDiskType.SYNC_FLUSH)
+    assert log.warmer.advice == MADV_POPULATE_READ
+
+
+def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
+    log = commit_log(tmp_path, warmAheadCommitLog=0)
+    try:
+        log._append_one(message("T", b"z" * 100))
+        mf = log.queue.files[-1]
+        assert mf.warm_mark == FILE_SIZE  # not asked again for this file
+        assert log.warmer.populated == 0 and log.warmer._thread is None
+    finally:
+        log.queue.close()
+
+
+def test_a_file_closed_under_the_warmer_is_left_alone(warm_log: CommitLog) -> None:
+    warm_log._append_one(message("T", b"w" * 100))
+    mf = warm_log.queue.files[-1]
+    mf.close()
+    assert mf.address() is None
+    warm_log.warmer.request(mf, MiB)  # queued for a closed file: the thread skips it
+    warm_log.warmer.close()
+    assert warm_log.warmer.enabled
