@@ -3,7 +3,8 @@
 A real ``mqbroker`` subprocess (ASYNC_FLUSH) and one client process: 1 KiB SEND_MESSAGE_V2 sends
 at 1 and 64 in flight, SEND_BATCH_MESSAGE with 32 per batch, and pulls draining a 200,000-message
 backlog spread over 8 queues, 32 messages per pull, one pull in flight per queue (as a push
-consumer does). The streams echo of ``bench/echo.py`` is measured in the same run.
+consumer does). The streams echo of ``bench/echo.py`` is measured in the same run. Each client
+first sends a HEART_BEAT and, as the SDK does, writes msgpack headers when the broker offers them.
 
     .venv/bin/python bench/broker_send.py [--seconds 3] [--rounds 3] [--backlog 200000]
 
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from echo import echo_server, measure_streams_echo
 
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from remoting.codes import SERIALIZE_TYPES_FIELD, SerializeType
 from remoting.loop import run
 from remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
@@ -35,6 +37,7 @@ from remoting.protocol.broker import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
+from remoting.protocol.heartbeat import HeartbeatData
 from remoting.protocol.message import BatchEntry, encode_batch
 
 BODY = os.urandom(1024)
@@ -72,6 +75,16 @@ def send_header(topic: str, queue_id: int, batch: bool = False) -> dict[str, str
     return ext
 
 
+async def connect(addr: str) -> RemotingClient:
+    """A client that has greeted the broker as the SDK's instance does, taking its header offer."""
+    client = RemotingClient()
+    r = await client.invoke(addr, RemotingCommand.request(
+        RequestCode.HEART_BEAT, None, HeartbeatData(clientID="bench@1").encode()), 10)
+    if SerializeType.MSGPACK.name in (r.ext_fields or {}).get(SERIALIZE_TYPES_FIELD, "").split(","):
+        client.set_request_serialize_type(addr, SerializeType.MSGPACK)
+    return client
+
+
 async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
     r = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
         "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES),
@@ -81,7 +94,7 @@ async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
 
 
 async def measure_send(addr: str, topic: str, in_flight: int, seconds: float) -> float:
-    client = RemotingClient()
+    client = await connect(addr)
     await create_topic(client, addr, topic)
     done = 0
     deadline = time.perf_counter() + seconds
@@ -121,7 +134,7 @@ async def send_batches(client: RemotingClient, addr: str, topic: str, count: int
 
 
 async def measure_batch(addr: str, topic: str, seconds: float) -> float:
-    client = RemotingClient()
+    client = await connect(addr)
     await create_topic(client, addr, topic)
     sent, elapsed = await send_batches(client, addr, topic, None, seconds)
     await client.close()
@@ -129,7 +142,7 @@ async def measure_batch(addr: str, topic: str, seconds: float) -> float:
 
 
 async def measure_pull(addr: str, topic: str, backlog: int) -> float:
-    client = RemotingClient()
+    client = await connect(addr)
     await create_topic(client, addr, topic)
     await asyncio.gather(*(send_batches(client, addr, topic, backlog // 4, None) for _ in range(4)))
     received = 0

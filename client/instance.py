@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from client.allocate import MessageQueue
 from client.errors import MQClientError, NoRouteError
 from remoting.client import RemotingClient
-from remoting.codes import LanguageCode, RequestCode, ResponseCode
+from remoting.codes import SERIALIZE_TYPES_FIELD, LanguageCode, RequestCode, ResponseCode, SerializeType
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
 from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
@@ -42,6 +42,9 @@ class ClientConfig:
     heartbeat_broker_interval: float = 30.0
     mq_client_api_timeout: float = 3.0
     language: int = LanguageCode.PYTHON
+    # Write msgpack headers to brokers that offer them in their HEART_BEAT answer (rocketmq-py's
+    # do; a Java broker does not, and gets JSON). False: JSON to every broker.
+    msgpack_headers: bool = True
 
     def namesrv_addrs(self) -> list[str]:
         addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
@@ -86,6 +89,7 @@ class MQClientInstance:
     def __post_init__(self) -> None:
         self._ns_index = itertools.count()
         self._tasks: list[asyncio.Task[None]] = []
+        self._greetings: set[asyncio.Task[None]] = set()
         self._started = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
@@ -177,7 +181,7 @@ class MQClientInstance:
                 log.exception("periodic client task failed")
 
     async def shutdown(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._greetings]:
             task.cancel()
         await self.remoting.close()
         self._started = False
@@ -217,12 +221,21 @@ class MQClientInstance:
         """Cache a topic's route and tell the members (a producer refreshes its queues: a
         broker or queues added to the topic are used from the next send on)."""
         self.topic_route_table[topic] = route
-        for bd in route.brokerDatas:
-            self.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+        self.remember_brokers(route)
         for member in self.members.values():
             changed = getattr(member, "route_changed", None)
             if changed is not None:
                 changed(topic, route)
+
+    def remember_brokers(self, route: TopicRouteData) -> None:
+        """Take the route's broker addresses; masters new to this instance are greeted."""
+        known = {addr for addrs in self.broker_addr_table.values() for addr in addrs.values()}
+        for bd in route.brokerDatas:
+            self.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+        new = [addr for bd in route.brokerDatas for bid, addr in bd.brokerAddrs.items()
+               if bid == MASTER_ID and addr not in known]
+        if new:
+            self._greet(new)
 
     async def update_all_topic_routes(self) -> None:
         topics = set().union(*(m.topics() for m in self.members.values())) if self.members else set()
@@ -270,11 +283,31 @@ class MQClientInstance:
             for broker_id, addr in addrs.items():
                 if broker_id != MASTER_ID and not has_consumers:
                     continue  # producers only talk to masters
-                try:
-                    await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, body),
-                                               self.config.mq_client_api_timeout)
-                except RemotingError as exc:
-                    log.info("send heart beat to broker[%s] failed: %s", addr, exc)
+                await self._heartbeat(addr, body)
+
+    async def _heartbeat(self, addr: str, body: bytes) -> None:
+        try:
+            response = await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, body),
+                                                  self.config.mq_client_api_timeout)
+        except RemotingError as exc:
+            log.info("send heart beat to broker[%s] failed: %s", addr, exc)
+            return
+        offered = (response.ext_fields or {}).get(SERIALIZE_TYPES_FIELD, "")
+        if self.config.msgpack_headers and response.code == ResponseCode.SUCCESS and \
+                SerializeType.MSGPACK.name in offered.split(","):
+            self.remoting.set_request_serialize_type(addr, SerializeType.MSGPACK)
+
+    def _greet(self, addrs: list[str]) -> None:
+        """Heartbeat brokers new to this instance at once rather than at the next 30 s tick: the
+        broker learns the groups (transaction check-backs need the producer's) and this side
+        learns which headers the broker reads before most of its requests are written."""
+        if not self._started:
+            return
+        body = self.heartbeat_data().encode()
+        for addr in addrs:
+            task = asyncio.get_running_loop().create_task(self._heartbeat(addr, body))
+            self._greetings.add(task)
+            task.add_done_callback(self._greetings.discard)
 
     async def unregister(self, producer_group: str | None = None, consumer_group: str | None = None) -> None:
         header = UnregisterClientRequestHeader(clientID=self.client_id, producerGroup=producer_group,

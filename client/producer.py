@@ -309,8 +309,7 @@ class Producer:
             # As Java does, the template's route is kept under the new topic's name until the
             # NameServer knows the topic: it is what names the brokers this producer uses.
             instance.topic_route_table[topic] = template
-            for bd in template.brokerDatas:
-                instance.broker_addr_table[bd.brokerName] = dict(bd.brokerAddrs)
+            instance.remember_brokers(template)
             info = TopicPublishInfo(topic, template, self.default_topic_queue_nums)
         if not info.queues:
             raise NoRouteError(f"No writable queue of topic {topic} on a master broker", ResponseCode.TOPIC_NOT_EXIST)

@@ -118,6 +118,14 @@ class RemotingClient:
         if conn is not None:
             conn.close("closed by client")
 
+    def set_request_serialize_type(self, addr: str, serialize_type: int | None) -> None:
+        """Write later requests to ``addr`` in ``serialize_type`` (None: each request's own).
+        It holds for the current connection only: after a reconnect the peer may be another
+        server, so it must offer again."""
+        conn = self._connections.get(addr)
+        if conn is not None:
+            conn.request_serialize_type = serialize_type
+
     def _forget(self, addr: str, conn: RemotingConnection) -> None:
         if self._connections.get(addr) is conn:
             del self._connections[addr]

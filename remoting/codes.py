@@ -178,6 +178,12 @@ class SerializeType(IntEnum):
     MSGPACK = 2
 
 
+# rocketmq-py's broker lists the header serializations it reads (names, comma-separated) in this
+# extField of its HEART_BEAT answers; our SDK sends MSGPACK headers where it is listed, JSON
+# elsewhere. A Java broker never sets it, and Java clients ignore extFields they do not read.
+SERIALIZE_TYPES_FIELD = "serializeTypes"
+
+
 # MQVersion.Version ordinal of 4.9.8: what Java brokers and NameServers put in `version`.
 # Clients compare it (e.g. SQL92 subscriptions need a broker version >= V4_1_0_SNAPSHOT).
 CURRENT_VERSION = 409

@@ -125,6 +125,9 @@ class RemotingConnection(asyncio.Protocol):
         self.remote_addr = "?"
         self.local_addr = "?"
         self.last_activity = time.monotonic()
+        # The serialization this side's requests are written in, when not the caller's own
+        # (the SDK's msgpack with a peer that offered it); None keeps each request's.
+        self.request_serialize_type: int | None = None
         # Room for owners' per-channel state (client id, language, ...).
         self.attributes: dict[str, Any] = {}
 
@@ -253,6 +256,8 @@ class RemotingConnection(asyncio.Protocol):
         a caller that gives up (cancels) leaves an entry that its timer removes.
         """
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        if self.request_serialize_type is not None:
+            request.serialize_type = self.request_serialize_type
         opaque = request.opaque
         entry = _Pending(fut, None, timeout, _NO_DEADLINE)
         self._register(opaque, entry)
@@ -269,6 +274,8 @@ class RemotingConnection(asyncio.Protocol):
     def invoke_async(self, request: RemotingCommand, timeout: float, callback: InvokeCallback) -> None:
         """Send a request; ``callback`` runs with the response, or with the error once the
         periodic scan finds it past its timeout (as Java's scanResponseTable does)."""
+        if self.request_serialize_type is not None:
+            request.serialize_type = self.request_serialize_type
         self._register(request.opaque, _Pending(None, callback, timeout, time.monotonic() + timeout))
         try:
             self.write_command(request)
@@ -277,6 +284,8 @@ class RemotingConnection(asyncio.Protocol):
             raise
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
+        if self.request_serialize_type is not None:
+            request.serialize_type = self.request_serialize_type
         request.mark_oneway()
         self.write_command(request)
 

@@ -199,9 +199,11 @@ def decode_msgpack(data: bytes) -> RemotingCommand:
         if ext is not None:
             if type(ext) is not dict:
                 raise TypeError("extFields is not a map")
-            for v in ext.values():
+            for k, v in ext.items():
                 if type(v) is not str:
-                    raise TypeError("extFields holds a non-string value")
+                    if type(v) is bytes:
+                        raise TypeError("extFields holds a binary value")
+                    ext[k] = _ext_to_str(v)  # as the JSON decoder does for numbers and booleans
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise HeaderDecodeError(f"bad msgpack header: {exc}") from None
     return RemotingCommand(code, opaque, flag, remark, ext, None, language, version, SerializeType.MSGPACK)

@@ -21,10 +21,12 @@ from client import (
     SendStatus,
     select_by_hash,
 )
-from remoting import RemotingClient, RequestCode
+from remoting import RemotingClient, RemotingCommand, RequestCode
+from remoting.codes import SerializeType
 from remoting.protocol.message import COMPRESSED_FLAG, decode_records
 from tests.integration.broker_client import call, pull_request
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +157,40 @@ async def test_one_namesrv_down_the_other_answers(cluster: tuple[Daemon, Daemon]
         for i in range(3):
             r = await p.send(Message("ProdFailover", f"f{i}".encode()))
             assert r.send_status == SendStatus.SEND_OK
+
+
+class _AnswerSerialization:
+    """An RPC hook noting, per request code, the serialization each answer came back in: the
+    broker answers in the request's, so this is what went over the wire."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int]] = []
+
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None: ...
+
+    def do_after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+        self.seen.append((request.code, response.serialize_type))
+
+
+@pytest.mark.parametrize("offered_taken", [True, False])
+async def test_sends_switch_to_msgpack_headers_when_the_broker_offers_them(
+        cluster: tuple[Daemon, Daemon], offered_taken: bool) -> None:
+    topic = f"ProdHeaders{offered_taken}"
+    producer = Producer(f"pg_headers_{offered_taken}", cluster[0].addr)
+    producer.config.msgpack_headers = offered_taken
+    async with producer:
+        instance = producer._instance
+        assert instance is not None
+        hook = _AnswerSerialization()
+        instance.remoting.rpc_hooks.append(hook)
+        await producer.send(Message(topic, b"first"))
+        # The route's new broker is greeted with a heartbeat at once, not at the 30 s tick.
+        assert await wait_until(lambda: any(code == RequestCode.HEART_BEAT for code, _ in hook.seen), 5)
+        await producer.send(Message(topic, b"second", tags="TagA", keys=["k2"], properties={"a": "1"}))
+        sends = [st for code, st in hook.seen if code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)]
+        assert sends[-1] == (SerializeType.MSGPACK if offered_taken else SerializeType.JSON)
+    received = [m for q in range(8) for m in await pull_all(cluster[1], topic, q)]
+    by_body = {m.body: m for m in received}
+    assert set(by_body) == {b"first", b"second"}
+    second = by_body[b"second"]
+    assert second.properties["TAGS"] == "TagA" and second.properties["KEYS"] == "k2" and second.properties["a"] == "1"

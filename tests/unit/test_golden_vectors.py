@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import struct
 
+import msgpack
+import pytest
+
 from remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
+from remoting.frame import FrameError
 
 
 def _frame(stype: int, header: bytes, body: bytes = b"") -> bytes:
@@ -71,3 +75,16 @@ def test_cpp_numeric_ext_values_become_strings() -> None:
     (cmd,) = FrameDecoder().feed(_frame(0, header))
     assert cmd.ext_fields == {"queueId": "0", "maxMsgNums": "32", "unitMode": "false"}
     assert cmd.language == LanguageCode.CPP
+
+
+def test_msgpack_ext_values_are_coerced_as_json_ones_are() -> None:
+    header = msgpack.packb((11, 3, 409, 1, 0, None, {"queueId": 0, "unitMode": False, "batch": None, "t": "x"}))
+    (cmd,) = FrameDecoder().feed(_frame(2, header))
+    assert cmd.ext_fields == {"queueId": "0", "unitMode": "false", "batch": "", "t": "x"}
+    assert cmd.serialize_type == SerializeType.MSGPACK and cmd.language == LanguageCode.PYTHON
+
+
+def test_msgpack_binary_ext_value_is_refused() -> None:
+    header = msgpack.packb((11, 3, 409, 1, 0, None, {"queueId": b"\x00"}), use_bin_type=True)
+    with pytest.raises(FrameError, match="binary"):
+        FrameDecoder().feed(_frame(2, header))
