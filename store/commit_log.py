@@ -155,15 +155,20 @@ _HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
 _TRAN_TYPE_MASK = 0x3 << 2
 _QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
+# The kernel's largest readahead of one fault, seen here: 8 MiB.
+COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
 
 
 class CommitLog:
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
-        self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
-                                     warm=config.warmMapedFileEnable)
         self.warmer = PageWarmer(config.warmAheadCommitLog, MADV_POPULATE_READ
                                  if config.flushDiskType == FlushDiskType.SYNC_FLUSH else MADV_POPULATE_WRITE)
+        # Only a new file's head goes without readahead: past it the warmer is ahead of the
+        # writer, and pulls of old data after a restart read ahead as usual.
+        self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
+                                     warm=config.warmMapedFileEnable,
+                                     no_readahead=COMMIT_LOG_NO_READAHEAD if self.warmer.enabled else 0)
         # (topic, queueId) -> next queue offset, rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.last_store_timestamp = 0

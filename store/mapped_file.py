@@ -25,7 +25,7 @@ _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pr
 _WARM_CHUNK = bytes(1 << 20)
 
 
-def _allocate(path: str, file_size: int, warm: bool) -> MappedFile:
+def _allocate(path: str, file_size: int, warm: bool, no_readahead: int = 0) -> MappedFile:
     """Create a CommitLog file ahead of need: sparse, as Java's allocate service makes it (it
     costs no disk until written), or, when ``warm`` (Java's warmMapedFileEnable), with its
     blocks allocated, zero-written and synced, so puts never fault on a fresh page nor make a
@@ -45,7 +45,9 @@ def _allocate(path: str, file_size: int, warm: bool) -> MappedFile:
         os.remove(path)
         raise
     os.close(fd)
-    return MappedFile(path, file_size)
+    mf = MappedFile(path, file_size)
+    mf.advise_no_readahead(no_readahead)
+    return mf
 
 
 class MappedFile:
@@ -89,6 +91,19 @@ class MappedFile:
             self._address = ctypes.addressof(view)
             del view
         return self._address if self.fd >= 0 else None
+
+    def advise_no_readahead(self, length: int) -> None:
+        """No readahead on the first ``length`` bytes of a file just created (sparse).
+
+        A page fault on a hole makes the kernel read ahead, and reading ahead over holes is
+        zero-filling: the first write into a new file zeroes up to 8 MiB of page cache in the
+        writer's thread, 17 ms measured here, once per new ConsumeQueue file, that is once per
+        queue of every new topic, a stall of the whole event loop. Without readahead a fault costs
+        one page. Files loaded at start keep the kernel's default, for cold sequential reads.
+        """
+        if length > 0 and hasattr(mmap, "MADV_RANDOM"):
+            with contextlib.suppress(OSError, ValueError):
+                self.mm.madvise(mmap.MADV_RANDOM, 0, min(length, self.file_size))
 
     @staticmethod
     def file_name(offset: int) -> str:
@@ -136,9 +151,13 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one log (the CommitLog, or one consume queue) in offset order."""
 
-    def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False) -> None:
+    def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False,
+                 no_readahead: int | None = None) -> None:
         self.store_path = store_path
         self.file_size = file_size
+        # Head of each new file advised MADV_RANDOM (MappedFile.advise_no_readahead); all of it
+        # by default.
+        self.no_readahead = file_size if no_readahead is None else no_readahead
         self.files: list[MappedFile] = []
         self.preallocate = preallocate
         self.warm = warm
@@ -178,9 +197,12 @@ class MappedFileQueue:
             path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
             if self.preallocate and not os.path.exists(path):
                 # Never warmed here: warming a whole file would stall this put.
-                mf = _allocate(path, self.file_size, warm=False)
+                mf = _allocate(path, self.file_size, warm=False, no_readahead=self.no_readahead)
             else:
+                created = not os.path.exists(path)
                 mf = MappedFile(path, self.file_size)
+                if created:
+                    mf.advise_no_readahead(self.no_readahead)
         self.files.append(mf)
         self.preallocate_next()
         return mf
@@ -192,7 +214,7 @@ class MappedFileQueue:
             return
         path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + self.file_size))
         if not os.path.exists(path):
-            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm)
+            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm, self.no_readahead)
 
     def _take_preallocated(self, offset: int) -> MappedFile | None:
         """The file made ahead for ``offset``, waiting for it if it is still being made (as Java

@@ -1,4 +1,5 @@
-"""store.prefault: CommitLog pages are faulted in ahead of the writer by a thread, and only there.
+"""store.prefault: CommitLog pages are faulted in ahead of the writer by a thread, and only there;
+new files are not read ahead in the writer's thread.
 
 Residency is read with mincore(2) on the store's own mapping, so these tests see what the kernel
 did, not what the warmer counted.
@@ -14,8 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from store.commit_log import CommitLog
+from store.commit_log import COMMIT_LOG_NO_READAHEAD, CommitLog
 from store.config import FlushDiskType, MessageStoreConfig
+from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from store.mapped_file import MappedFile
 from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE
 from tests.store_helpers import message
@@ -115,3 +117,23 @@ def test_a_file_closed_under_the_warmer_is_left_alone(warm_log: CommitLog) -> No
     warm_log.warmer.request(mf, MiB)  # queued for a closed file: the thread skips it
     warm_log.warmer.close()
     assert warm_log.warmer.enabled
+
+
+def test_a_new_consume_queue_file_is_not_read_ahead(tmp_path: object) -> None:
+    """The first unit written into a new file faults in a page or so, not the whole 6 MB file
+    (which the kernel's readahead would zero-fill in the broker's event loop)."""
+    cq = ConsumeQueue("T", 0, str(tmp_path), 300_000 * CQ_STORE_UNIT_SIZE)
+    try:
+        cq.put_message_position_info(0, 100, 0, 0)
+        mf = cq.queue.files[-1]
+        assert resident_pages(mf, 0, mf.file_size - mf.file_size % PAGE) <= 4
+    finally:
+        cq.queue.close()
+
+
+def test_a_new_commit_log_file_head_is_not_read_ahead_past_the_warmer(warm_log: CommitLog) -> None:
+    warm_log.warmer.ahead = 2 * MiB  # narrower than the no-readahead head
+    warm_log._append_one(message("T", b"h" * 100))
+    mf = warm_log.queue.files[-1]
+    assert wait_resident(mf, 0, 2 * MiB) == 2 * MiB // PAGE
+    assert resident_pages(mf, 4 * MiB, COMMIT_LOG_NO_READAHEAD) == 0
