@@ -18,8 +18,8 @@ fault as before.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import logging
 import mmap
 import queue
@@ -39,12 +39,13 @@ _CALL_BYTES = 1 << 20
 _PAGE = mmap.PAGESIZE
 
 
+@functools.cache
 def _load_madvise() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        func = libc.madvise
+        # The interpreter's own symbols include libc's (find_library would run ldconfig).
+        func = ctypes.CDLL(None, use_errno=True).madvise
     except (OSError, AttributeError):
         return None
     func.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
