@@ -394,6 +394,8 @@ class LitePullConsumer:
 
     async def rebalance(self) -> None:
         instance = self._require_started()
+        if self._assigned_fixed is not None:
+            return  # assign() fixes the queues, also when called after start (Java's ASSIGN mode)
         wanted: list[MessageQueue] = []
         self._unrouted = False
         for topic in self.subscriptions:

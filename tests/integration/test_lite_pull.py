@@ -49,6 +49,8 @@ async def test_assign_poll_commit_and_seek(cluster: tuple[Daemon, Daemon]) -> No
     async with LitePullConsumer("cg_assign", ns, auto_commit=False,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) as c:
         c.assign([q0])
+        await c.rebalance()  # as a NOTIFY_CONSUMER_IDS_CHANGED would: assigned after start, still fixed
+        assert c.assignment() == [q0]
         got = await drain(c, 5)
         assert got == [f"LiteAssign-{i}".encode() for i in range(0, 20, 4)], "queue 0 holds every 4th, in order"
         await c.commit()
