@@ -9,6 +9,7 @@ the project's own ``.venv`` site-packages, on ``sys.path``, and starts ``mqnames
 ``mqbroker`` with the project's Python. Producer: the SDK's ``Producer`` (sync sends, batches).
 Consumer: ``LitePullConsumer`` assigned every queue, long-polling pulls of ``batch`` messages,
 offsets committed every 5 s (RocketMQ's at-least-once model: ``ack`` has nothing left to do).
+``PEER_ADAPTER_BROKER_OPTS="key=value key=value"`` passes broker options (``-o``), for A/B runs.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class RocketMQPyAdapter(PeerAdapter):
 
     def start_server(self, workdir: str) -> None:
         python = PROJECT_PYTHON if os.path.exists(PROJECT_PYTHON) else sys.executable
+        extra = [arg for opt in os.environ.get("PEER_ADAPTER_BROKER_OPTS", "").split() for arg in ("-o", opt)]
         ns, self.namesrv = _boot([python, "-m", "namesrv.startup", "--listen-port", "0", "--bind-address",
                                   "127.0.0.1", "--home", os.path.join(workdir, "ns"), "--log-level", "WARNING"],
                                  "boot success")
@@ -76,7 +78,7 @@ class RocketMQPyAdapter(PeerAdapter):
         broker, self.broker = _boot([python, "-m", "broker.startup", "-n", self.namesrv, "--listen-port", "0",
                                      "--store", os.path.join(workdir, "store"), "-o", "brokerIP1=127.0.0.1",
                                      "-o", "bindAddress=127.0.0.1", "-o", "brokerName=broker-a",
-                                     "--log-level", "WARNING"], "boot success")
+                                     *extra, "--log-level", "WARNING"], "boot success")
         self.procs.append(broker)
 
     def stop_server(self) -> None:

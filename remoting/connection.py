@@ -224,6 +224,11 @@ class RemotingConnection(asyncio.Protocol):
             self._flush_scheduled = True
             self._loop.call_soon(self._end_of_turn_flush)
 
+    def flush(self) -> None:
+        """Write what is queued now, not at the end of the turn (an answer that should overtake
+        the ones being produced in this turn)."""
+        self._flush()
+
     def _end_of_turn_flush(self) -> None:
         self._flush_scheduled = False
         self._open_batch = None

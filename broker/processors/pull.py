@@ -103,7 +103,7 @@ class PullMessageProcessor:
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull(conn, request, allow_suspend=True)
 
-    async def execute_held(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+    def execute_held(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         """Re-run a held pull without suspending again, and answer it on its connection."""
         response = self.pull(conn, request, allow_suspend=False)
         if response is not None and conn.is_open:

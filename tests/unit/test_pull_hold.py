@@ -18,8 +18,8 @@ class _OpenChannel(RemotingConnection):
 async def _service(max_offsets: dict[tuple[str, int], int]) -> tuple[PullRequestHoldService, asyncio.Queue[int]]:
     woken: asyncio.Queue[int] = asyncio.Queue()
 
-    async def executor(conn: RemotingConnection, request: RemotingCommand) -> None:
-        await woken.put(request.opaque)
+    def executor(conn: RemotingConnection, request: RemotingCommand) -> None:
+        woken.put_nowait(request.opaque)
 
     return PullRequestHoldService(executor, lambda t, q: max_offsets.get((t, q), 0), check_interval=3600), woken
 
@@ -73,3 +73,20 @@ async def test_sql_pull_wakes_only_for_matching_properties() -> None:
     service.notify_message_arriving("T", 0, 3)
     assert await asyncio.wait_for(woken.get(), 2) == 2
     await service.shutdown()
+
+
+async def test_a_woken_pull_is_answered_inside_the_arrival_and_its_failure_stays_there() -> None:
+    service, woken = await _service({})
+    service.suspend_pull_request(_pull(1, 0))
+    service.notify_message_arriving("T", 0, 1)
+    assert woken.get_nowait() == 1, "answered before notify_message_arriving returned"
+
+    def failing(conn: RemotingConnection, request: RemotingCommand) -> None:
+        raise RuntimeError("store read failed")
+
+    broken = PullRequestHoldService(failing, lambda t, q: 0, check_interval=3600)
+    broken.suspend_pull_request(_pull(2, 0))
+    broken.notify_message_arriving("T", 0, 1)  # the put that woke it goes on
+    assert broken.held == 0
+    await service.shutdown()
+    await broken.shutdown()
