@@ -10,7 +10,7 @@ reput thread does, and each timing ends only when it has caught up):
 - bare_encode_per_s: a bare loop encoding the same records with ``struct`` into an mmap (no store logic);
 - fsync_per_s: 4 KiB write + fsync on the same disk.
 
-    .venv/bin/python bench/store_append.py [--seconds 3] [--rounds 3]
+    .venv/bin/python bench/store_append.py [--seconds 3] [--rounds 3] [-o key=value ...]
 
 The store runs on the event loop the daemons use (uvloop when installed).
 
@@ -66,9 +66,13 @@ def _settle(store: DefaultMessageStore) -> None:
         raise RuntimeError("the index child did not catch up")
 
 
+# Store settings from -o key=value, for A/B runs.
+_OPTIONS: dict[str, str] = {}
+
+
 async def _with_store(root: str, flush: FlushDiskType, body) -> float:  # type: ignore[no-untyped-def]
-    store = DefaultMessageStore(MessageStoreConfig(storePathRootDir=root, flushDiskType=flush,
-                                                   mappedFileSizeCommitLog=FILE_SIZE))
+    store = DefaultMessageStore(MessageStoreConfig(storePathRootDir=root, flushDiskType=flush,  # type: ignore[arg-type]
+                                                   mappedFileSizeCommitLog=FILE_SIZE, **_OPTIONS))
     await store.load()
     await store.start()
     try:
@@ -184,7 +188,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("-o", "--store-option", action="append", default=[],
+                        help="key=value of MessageStoreConfig (repeatable)")
     ns = parser.parse_args()
+    _OPTIONS.update(opt.split("=", 1) for opt in ns.store_option)
     measures = {"bare_encode_per_s": measure_bare, "puts_single_per_s": measure_single,
                 "puts_batch_msgs_per_s": measure_batch, "fsync_per_s": measure_fsync,
                 "puts_sync_64_per_s": measure_sync_64}
