@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -75,6 +76,9 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
     # A sparse file's far tail stays out of memory: the window is populated, not the file (the
     # kernel's own readahead of a fault reaches some MiB further, never this far).
     assert resident_pages(mf, 48 * MiB, FILE_SIZE) == 0
+    thread = warm_log.warmer._thread
+    assert thread is not None and thread.native_id is not None
+    assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 19, "warming only takes CPU nobody else wants"
 
 
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
