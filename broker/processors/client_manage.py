@@ -36,6 +36,7 @@ _UNIT_SUB_FLAG = 0x2
 # it and the broker about half of what JSON does.
 _OFFER = {SERIALIZE_TYPES_FIELD: ",".join(t.name for t in SerializeType)}
 
+
 class ClientManageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -70,7 +71,7 @@ class ClientManageProcessor:
                 log.info("registerConsumer info changed %s %s", consumer.groupName, conn.remote_addr)
         for producer in data.producerDataSet:
             broker.producer_manager.register_producer(producer.groupName, info)
-        return request.response(header=_OFFER)
+        return request.response(header=dict(_OFFER))
 
     async def unregister_client(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(UnregisterClientRequestHeader)
