@@ -245,6 +245,11 @@ class RemotingConnection(asyncio.Protocol):
 
     # -- calls ------------------------------------------------------------------------------
 
+    def _stamp(self, request: RemotingCommand) -> None:
+        """Every way a request leaves writes it in the connection's serialization, if it has one."""
+        if self.request_serialize_type is not None:
+            request.serialize_type = self.request_serialize_type
+
     def _register(self, opaque: int, entry: _Pending) -> None:
         if self._transport is None:
             raise RemotingSendRequestError(self.remote_addr, self._close_reason)
@@ -261,8 +266,7 @@ class RemotingConnection(asyncio.Protocol):
         a caller that gives up (cancels) leaves an entry that its timer removes.
         """
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        if self.request_serialize_type is not None:
-            request.serialize_type = self.request_serialize_type
+        self._stamp(request)
         opaque = request.opaque
         entry = _Pending(fut, None, timeout, _NO_DEADLINE)
         self._register(opaque, entry)
@@ -279,8 +283,7 @@ class RemotingConnection(asyncio.Protocol):
     def invoke_async(self, request: RemotingCommand, timeout: float, callback: InvokeCallback) -> None:
         """Send a request; ``callback`` runs with the response, or with the error once the
         periodic scan finds it past its timeout (as Java's scanResponseTable does)."""
-        if self.request_serialize_type is not None:
-            request.serialize_type = self.request_serialize_type
+        self._stamp(request)
         self._register(request.opaque, _Pending(None, callback, timeout, time.monotonic() + timeout))
         try:
             self.write_command(request)
@@ -289,8 +292,7 @@ class RemotingConnection(asyncio.Protocol):
             raise
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
-        if self.request_serialize_type is not None:
-            request.serialize_type = self.request_serialize_type
+        self._stamp(request)
         request.mark_oneway()
         self.write_command(request)
 

@@ -195,13 +195,13 @@ class MappedFileQueue:
         mf = self._take_preallocated(create_offset)
         if mf is None:
             path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
-            if self.preallocate and not os.path.exists(path):
+            exists = os.path.exists(path)
+            if self.preallocate and not exists:
                 # Never warmed here: warming a whole file would stall this put.
                 mf = _allocate(path, self.file_size, warm=False, no_readahead=self.no_readahead)
             else:
-                created = not os.path.exists(path)
                 mf = MappedFile(path, self.file_size)
-                if created:
+                if not exists:
                     mf.advise_no_readahead(self.no_readahead)
         self.files.append(mf)
         self.preallocate_next()

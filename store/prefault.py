@@ -82,7 +82,8 @@ class PageWarmer:
         mf.warm_mark = end + self.step
         start = max(mf.warm_requested, end - end % _PAGE)
         stop = end + self.ahead
-        stop = min(mf.file_size, stop - stop % _PAGE)  # madvise wants page-aligned starts
+        # Page-aligned, because it is where the next request starts and madvise wants aligned starts.
+        stop = min(mf.file_size, stop - stop % _PAGE)
         if stop <= start:
             return
         mf.warm_requested = stop
