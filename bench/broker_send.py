@@ -62,12 +62,14 @@ _BASE: dict[tuple[str, bool], dict[str, str]] = {}
 
 
 def send_header(topic: str, queue_id: int, batch: bool = False) -> dict[str, str]:
-    """The V2 header's extFields, built once per topic and copied per send, as a client would."""
+    """The V2 header's extFields, built once per topic and copied per send, as a client would.
+    A batch's header carries only WAIT, as the SDK's and Java's do: the tags are its entries'."""
     base = _BASE.get((topic, batch))
     if base is None:
         base = _BASE[(topic, batch)] = SendMessageRequestHeaderV2.from_v1(SendMessageRequestHeader(
             producerGroup="bench_pg", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=QUEUES, queueId=0,
-            sysFlag=0, bornTimestamp=0, flag=0, properties="WAIT\x01true\x02TAGS\x01bench",
+            sysFlag=0, bornTimestamp=0, flag=0,
+            properties="WAIT\x01true" if batch else "WAIT\x01true\x02TAGS\x01bench",
             batch=batch or None)).to_ext_fields()
     ext = dict(base)
     ext["e"] = str(queue_id)

@@ -122,7 +122,7 @@ class BrokerController:
     # -- events -----------------------------------------------------------------------------
 
     def _on_message_arriving(self, topic: str, queue_id: int, logic_offset: int, tags_code: int,
-                             store_timestamp: int, properties: str) -> None:
+                             store_timestamp: int, properties: str | bytes) -> None:
         self.pull_hold.notify_message_arriving(topic, queue_id, logic_offset, tags_code, properties)
 
     def _on_consumer_ids_changed(self, group: str, channels: list) -> None:  # type: ignore[type-arg]

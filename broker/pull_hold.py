@@ -65,13 +65,15 @@ class PullRequestHoldService:
         pull.timer = asyncio.get_running_loop().call_later(pull.suspend_seconds, self._expire, pull)
 
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
-                                tags_code: int | None = None, properties: str | None = None) -> None:
+                                tags_code: int | None = None, properties: str | bytes | None = None) -> None:
         """Called by the dispatcher for each new consume-queue unit: wake what it satisfies.
         The periodic check passes no tag code or properties: then growth alone wakes a pull."""
         key = (topic, queue_id)
         held = self._table.get(key)
         if not held:
             return
+        if isinstance(properties, bytes):
+            properties = properties.decode()
 
         def satisfied(p: PullRequest) -> bool:
             if max_offset <= p.pull_from_this_offset or not p.matches(tags_code):

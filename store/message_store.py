@@ -122,7 +122,9 @@ MATCH_ALL = MessageFilter()
 # (topic, queueId, logicOffset (next max offset), tagsCode, storeTimestamp)
 # (topic, queue id, next queue offset, tag code, store timestamp, properties string): long
 # polling wakes the pulls a new message satisfies, by tag code or (SQL92) by properties.
-MessageArrivingListener = Callable[[str, int, int, int, int, str], None]
+# Properties as the record holds them: a string, or a batch entry's UTF-8 bytes (decoded only by a
+# listener that has a use for them: most arrivals find no pull waiting).
+MessageArrivingListener = Callable[[str, int, int, int, int, str | bytes], None]
 
 
 class DefaultMessageStore:
@@ -511,9 +513,8 @@ class DefaultMessageStore:
             listener = self.message_arriving_listener
             if listener is not None:
                 store_ts = result.store_timestamp
-                for i, ((_flag, _body, props, _), (_, _, tags_code)) in enumerate(zip(batch.entries, units,
-                                                                                      strict=True)):
-                    listener(topic, queue_id, first + i + 1, tags_code, store_ts, props.decode())
+                for logic_offset, (_flag, _body, props, tags_code) in enumerate(batch.entries, first + 1):
+                    listener(topic, queue_id, logic_offset, tags_code, store_ts, props)
         if self._index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             prefix = f"{topic}#".encode()
             for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):

@@ -111,6 +111,8 @@ class SendMessageProcessor:
         # and the check costs more than the rest of the send's checks together.
         self._valid_topic_names: set[str] = set()
         self._born_hosts: dict[str, tuple[str, int]] = {}
+        # A batch's entries mostly repeat a few tags: their codes by the tags' raw bytes.
+        self._raw_tags_codes: dict[bytes, int] = {}
 
     def register(self, server: RemotingServer) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -288,6 +290,13 @@ class SendMessageProcessor:
         all_props = _RAW_SEPARATOR.join([props for _, _, props in entries])
         delay_or_transaction = _RAW_DELAY[1:] in all_props or _RAW_TRANSACTION[1:] in all_props
         own_cluster = _RAW_CLUSTER[1:] in all_props
+        # So the header's properties that no entry names are one tail, the same for every entry,
+        # and when no entry names TAGS, every entry's tags code is that tail's.
+        per_entry = [(prefix, pair) for prefix, pair in fill if prefix[1:] in all_props]
+        common = _RAW_SEPARATOR.join([pair for prefix, pair in fill if prefix[1:] not in all_props] + [cluster])
+        tags_per_entry = _RAW_TAGS[1:] in all_props
+        tags_codes = self._raw_tags_codes
+        tags_code = -1 if tags_per_entry else self._tags_code(find_raw_property(common, _RAW_TAGS))
         stored_entries = []
         for flag, data, props in entries:
             if not props.isascii():
@@ -302,21 +311,33 @@ class SendMessageProcessor:
                 own = string_to_properties(props.decode())
                 own.pop(MessageConst.CLUSTER)
                 props = properties_to_string(own).encode()
-            tail = [pair for prefix, pair in fill if not find_raw_property(props, prefix)]
-            tail.append(cluster)
+            if per_entry:
+                tail = [pair for prefix, pair in per_entry if not find_raw_property(props, prefix)]
+                tail.append(common)
+                appended = _RAW_SEPARATOR.join(tail)
+            else:
+                appended = common
             # As Java: one separator between the entry's own and the appended, never two.
-            glue = _RAW_SEPARATOR if props and not props.endswith(_RAW_SEPARATOR) else b""
-            stored = props + glue + _RAW_SEPARATOR.join(tail)
-            stored_entries.append((flag, data, stored, self._tags_code(find_raw_property(stored, _RAW_TAGS))))
+            stored = props + _RAW_SEPARATOR + appended if props and not props.endswith(_RAW_SEPARATOR) \
+                else props + appended
+            if tags_per_entry:
+                raw_tags = find_raw_property(stored, _RAW_TAGS)
+                tags_code = tags_codes.get(raw_tags)
+                if tags_code is None:
+                    tags_code = self._tags_code(raw_tags)
+            stored_entries.append((flag, data, stored, tags_code))
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)
         return MessageExtBatch(header.topic, queue_id, stored_entries, sys_flag, header.bornTimestamp,
                                self._born_host(conn.remote_addr), self.broker.store_host,
                                header.reconsumeTimes or 0)
 
-    @staticmethod
-    def _tags_code(raw_tags: bytes) -> int:
-        return tags_string_to_tags_code(raw_tags.decode()) if raw_tags else 0
+    def _tags_code(self, raw_tags: bytes) -> int:
+        code = tags_string_to_tags_code(raw_tags.decode()) if raw_tags else 0
+        if len(self._raw_tags_codes) >= 65536:
+            self._raw_tags_codes.clear()
+        self._raw_tags_codes[raw_tags] = code
+        return code
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
         # The common case without hashing the Enum (its __hash__ is Python code).

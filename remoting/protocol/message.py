@@ -167,16 +167,19 @@ def raw_property_prefix(name: str) -> bytes:
 def find_raw_property(raw: bytes, prefix: bytes) -> bytes:
     """``find_property`` on UTF-8 properties as a record or a batch entry holds them (no
     separator byte occurs inside a multi-byte character); b"" when absent. The store's index
-    reads two names per record, so the usual case (a last entry with a value) is one search."""
+    reads two names per record, so the usual cases (a last entry with a value, or the first) are
+    one search."""
     i = raw.rfind(prefix)
     if i >= 0:
         start = i + len(prefix)
-        j = raw.find(_RAW_PROPERTY_SEPARATOR, start)
-        value = raw[start:] if j < 0 else raw[start:j]
-        if value:
-            return value
-    elif not raw.startswith(prefix[1:]):
+    elif raw.startswith(prefix[1:]):  # the first property: no separator before it
+        start = len(prefix) - 1
+    else:
         return b""
+    j = raw.find(_RAW_PROPERTY_SEPARATOR, start)
+    value = raw[start:] if j < 0 else raw[start:j]
+    if value:
+        return value
     return _last_value(raw, prefix[1:], _RAW_PROPERTY_SEPARATOR) or b""
 
 
