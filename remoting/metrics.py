@@ -14,14 +14,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
-from remoting.processor import RequestProcessor
+from remoting.processor import ProcessorResult, RequestProcessor
 
 if TYPE_CHECKING:
     from remoting.connection import RemotingConnection
@@ -61,9 +61,19 @@ class TimedProcessor(RequestProcessor):
         self._child = histogram.labels(str(code), request_code_name(code)) if code is not None else None
         self._observe = observe
 
-    async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
+    def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         started = time.perf_counter()
-        response = await self._inner.process_request(conn, request)
+        result = self._inner.process_request(conn, request)
+        if result is None or type(result) is RemotingCommand:
+            return self._observed(request, result, started)
+        return self._awaited(request, result, started)  # type: ignore[arg-type]
+
+    async def _awaited(self, request: RemotingCommand, pending: Awaitable[RemotingCommand | None],
+                       started: float) -> RemotingCommand | None:
+        return self._observed(request, await pending, started)
+
+    def _observed(self, request: RemotingCommand, response: RemotingCommand | None,
+                  started: float) -> RemotingCommand | None:
         child = self._child or self._histogram.labels(str(request.code), request_code_name(request.code))
         child.observe(time.perf_counter() - started)
         if self._observe is not None:

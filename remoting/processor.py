@@ -29,12 +29,16 @@ OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
 
-class RequestProcessor:
-    """One request family. ``process_request`` returns the response, or None to answer later
-    (long polling) or never (oneway)."""
+# What a processor gives back: the response, None (answer later, as long polling does, or never,
+# for oneway), or an awaitable of either. A handler that never waits answers directly: no
+# coroutine is made for it, which is a tenth of a small request's cost.
+ProcessorResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
-    async def process_request(self, conn: RemotingConnection, request: RemotingCommand
-                              ) -> RemotingCommand | None:
+
+class RequestProcessor:
+    """One request family."""
+
+    def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         raise NotImplementedError
 
     def reject_request(self) -> bool:
@@ -42,7 +46,7 @@ class RequestProcessor:
         return False
 
 
-ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], Awaitable[RemotingCommand | None]]
+ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], ProcessorResult]
 
 
 class _FunctionProcessor(RequestProcessor):
@@ -51,8 +55,7 @@ class _FunctionProcessor(RequestProcessor):
     def __init__(self, func: ProcessorFunc) -> None:
         self._func = func
 
-    def process_request(self, conn: RemotingConnection, request: RemotingCommand
-                        ) -> Awaitable[RemotingCommand | None]:
+    def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         return self._func(conn, request)
 
 
@@ -115,8 +118,15 @@ class ProcessorTable:
             if not request.is_oneway:
                 conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
             return
+        try:
+            result = row.processor.process_request(conn, request)
+        except Exception as exc:
+            result = _failed(conn, request, exc)
+        if result is None or type(result) is RemotingCommand:
+            _answer(conn, request, result)
+            return
         row.in_flight += 1
-        coro = self._run(row, conn, request)
+        coro = self._run(row, conn, request, result)  # type: ignore[arg-type]
         if _NATIVE_EAGER:
             task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
             if task.done():
@@ -134,22 +144,16 @@ class ProcessorTable:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, row: _Row, conn: RemotingConnection, request: RemotingCommand) -> None:
+    @staticmethod
+    async def _run(row: _Row, conn: RemotingConnection, request: RemotingCommand,
+                   pending: Awaitable[RemotingCommand | None]) -> None:
         try:
-            response = await row.processor.process_request(conn, request)
+            response = await pending
         except Exception as exc:
-            log.warning("processor for code %s failed on request from %s: %s",
-                        request.code, conn.remote_addr, exception_remark(exc),
-                        exc_info=not isinstance(exc, ValueError))
-            response = request.response(ResponseCode.SYSTEM_ERROR, exception_remark(exc))
+            response = _failed(conn, request, exc)
         finally:
             row.in_flight -= 1
-        if response is None or request.is_oneway or not conn.is_open:
-            return
-        response.opaque = request.opaque
-        response.flag |= RPC_TYPE_RESPONSE
-        response.serialize_type = request.serialize_type
-        conn.write_command(response)
+        _answer(conn, request, response)
 
     async def drain(self, timeout: float) -> None:
         """Let in-flight handlers finish (bounded), then cancel what is left."""
@@ -199,6 +203,21 @@ class _Resume:
 
 async def _finish(coro: Coroutine[Any, Any, None], yielded: Any) -> None:
     await _Resume(coro, yielded)
+
+
+def _failed(conn: RemotingConnection, request: RemotingCommand, exc: Exception) -> RemotingCommand:
+    log.warning("processor for code %s failed on request from %s: %s", request.code, conn.remote_addr,
+                exception_remark(exc), exc_info=not isinstance(exc, ValueError))
+    return request.response(ResponseCode.SYSTEM_ERROR, exception_remark(exc))
+
+
+def _answer(conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    if response is None or request.is_oneway or not conn.is_open:
+        return
+    response.opaque = request.opaque
+    response.flag |= RPC_TYPE_RESPONSE
+    response.serialize_type = request.serialize_type
+    conn.write_command(response)
 
 
 def _as_processor(p: RequestProcessor | ProcessorFunc) -> RequestProcessor:

@@ -421,6 +421,10 @@ class DefaultMessageStore:
         return self._append_single(msg)
 
 
+    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """``put_messages`` without the flush wait, as ``append_message`` is for one."""
+        return self._append_batch(batch)
+
     async def put_messages(self, batch: MessageExtBatch, wait_store_msg_ok: bool = True) -> PutMessageResult:
         """Store a batch; resolves after the flush under SYNC_FLUSH."""
         result = self._append_batch(batch)

@@ -25,6 +25,7 @@ from broker.topic_config_manager import (
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.connection import RemotingConnection
+from remoting.processor import ProcessorResult
 from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.protocol.message import (
     MULTI_TAGS_FLAG,
@@ -118,7 +119,9 @@ class SendMessageProcessor:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
             server.register_processor(code, self.process_request, max_concurrency=4096)
 
-    async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
+        """The answer itself when it is ready at once (ASYNC_FLUSH, most sends), or a coroutine
+        that waits for the flush."""
         ext = request.ext_fields or {}
         header = _READ_V1(ext) if request.code == RequestCode.SEND_MESSAGE else _READ_V2(ext)
         checked = self._msg_check(conn, request, header)
@@ -127,8 +130,8 @@ class SendMessageProcessor:
         topic_config = checked
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(max(1, topic_config.writeQueueNums))
         if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
-            return await self._send_batch(conn, request, header, topic_config, queue_id)
-        return await self._send_single(conn, request, header, topic_config, queue_id)
+            return self._send_batch(conn, request, header, topic_config, queue_id)
+        return self._send_single(conn, request, header, topic_config, queue_id)
 
     def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
                    header: SendMessageRequestHeader) -> TopicConfig | RemotingCommand:
@@ -194,8 +197,8 @@ class SendMessageProcessor:
             host = self._born_hosts[addr] = _parse_host(addr)
         return host
 
-    async def _send_single(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
-                           topic_config: TopicConfig, queue_id: int) -> RemotingCommand:
+    def _send_single(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
+                     topic_config: TopicConfig, queue_id: int) -> ProcessorResult:
         props = string_to_properties(header.properties or "")
         topic = header.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -222,8 +225,12 @@ class SendMessageProcessor:
         store = self.broker.message_store
         result = store.append_message(inner)
         if wait and store.sync_flush:
-            result = await store.synced(result)
+            return self._synced_response(request, result, answered_queue_id)
         return self._response(request, result, answered_queue_id)
+
+    async def _synced_response(self, request: RemotingCommand, result: PutMessageResult,
+                               queue_id: int) -> RemotingCommand:
+        return self._response(request, await self.broker.message_store.synced(result), queue_id)
 
     def _park_delayed(self, request: RemotingCommand, props: dict[str, str], topic: str,
                       queue_id: int) -> tuple[str, int] | RemotingCommand:
@@ -253,9 +260,8 @@ class SendMessageProcessor:
         log.info("message reconsumed %s times, moved to %s", header.reconsumeTimes, dlq)
         return dlq
 
-    async def _send_batch(self, conn: RemotingConnection, request: RemotingCommand,
-                          header: SendMessageRequestHeader, topic_config: TopicConfig,
-                          queue_id: int) -> RemotingCommand:
+    def _send_batch(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
+                    topic_config: TopicConfig, queue_id: int) -> ProcessorResult:
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or header.topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
             return request.response(ResponseCode.MESSAGE_ILLEGAL,
                                     f"batch request does not support retry group {header.topic}")
@@ -263,7 +269,10 @@ class SendMessageProcessor:
             batch = self._batch(conn, header, queue_id, request.body or b"", topic_config)
         except RecordError as exc:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
-        result = await self.broker.message_store.put_messages(batch)
+        store = self.broker.message_store
+        result = store.append_messages(batch)
+        if store.sync_flush:
+            return self._synced_response(request, result, queue_id)
         return self._response(request, result, queue_id)
 
     def _batch(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int, body: bytes,

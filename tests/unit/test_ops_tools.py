@@ -17,7 +17,7 @@ from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.logsetup import reset_logging, setup_logging
 from remoting.metrics import TimedProcessor, request_latency_histogram
-from remoting.processor import RequestProcessor
+from remoting.processor import ProcessorTable, RequestProcessor
 from remoting.protocol.message import MessageExt, encode_record
 from remoting.server_config import NettyServerConfig
 from store.config import MessageStoreConfig
@@ -87,6 +87,22 @@ async def test_timed_processor_observes_latency_and_response() -> None:
                                      {"code": "310", "name": "SEND_MESSAGE_V2"}) == 1
     inner.rejecting = True
     assert timed.reject_request()
+
+
+def test_timed_processor_answers_a_plain_handler_directly() -> None:
+    registry = CollectorRegistry()
+    seen: list[int] = []
+    table = ProcessorTable()
+    table.register(RequestCode.SEND_MESSAGE_V2, lambda conn, req: req.response(ResponseCode.SUCCESS))
+    inner = table.processor_for(RequestCode.SEND_MESSAGE_V2)
+    assert inner is not None
+    timed = TimedProcessor(inner, request_latency_histogram(registry, "t"), int(RequestCode.SEND_MESSAGE_V2),
+                           lambda req, resp: seen.append(resp.code if resp else -1))
+    response = timed.process_request(None, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2))  # type: ignore[arg-type]
+    assert isinstance(response, RemotingCommand) and response.code == ResponseCode.SUCCESS
+    assert seen == [ResponseCode.SUCCESS]
+    assert registry.get_sample_value("t_request_latency_seconds_count",
+                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 1
 
 
 def test_latency_wrappers_only_when_metrics_are_on(tmp_path: str) -> None:
