@@ -34,6 +34,10 @@ async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> No
     s = await _started(str(tmp_path))
     try:
         assert s.index_dispatch is not None and s.index_dispatch.alive()
+        pid = s.index_dispatch.pid
+        assert pid is not None
+        assert await wait_until(lambda: os.getpriority(os.PRIO_PROCESS, pid) == 19, 10), \
+            "the child indexes at the lowest priority, on CPU the broker does not want"
         for i in range(200):
             await s.put_message(message("K", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
             if i % 40 == 0:  # asked at once, with no wait of our own
