@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from client.allocate import MessageQueue
 from client.errors import MQClientError, NoRouteError
+from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from remoting.client import RemotingClient
 from remoting.codes import SERIALIZE_TYPES_FIELD, LanguageCode, RequestCode, ResponseCode, SerializeType
 from remoting.command import RemotingCommand
@@ -45,6 +46,9 @@ class ClientConfig:
     # Write msgpack headers to brokers that offer them in their HEART_BEAT answer (rocketmq-py's
     # do; a Java broker does not, and gets JSON). False: JSON to every broker.
     msgpack_headers: bool = True
+    # How long the event loop may keep polling after a read before it sleeps, in microseconds
+    # (remoting/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
+    busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
 
     def namesrv_addrs(self) -> list[str]:
         addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
@@ -91,6 +95,7 @@ class MQClientInstance:
         self._tasks: list[asyncio.Task[None]] = []
         self._greetings: set[asyncio.Task[None]] = set()
         self._started = False
+        self.remoting.config.busy_poll_max_micros = self.config.busy_poll_max_micros
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)

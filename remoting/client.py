@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from remoting.command import RemotingCommand
 from remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvents, InvokeCallback, RemotingConnection
 from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
@@ -39,6 +40,8 @@ class ClientConfig:
     scan_interval: float = 1.0
     # Calls awaiting answers per connection; past it a call fails at once instead of queueing.
     max_pending: int = DEFAULT_MAX_PENDING
+    # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
+    busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -104,7 +107,8 @@ class RemotingClient:
             async with asyncio.timeout(cfg.connect_timeout):
                 _, conn = await loop.create_connection(
                     lambda: RemotingConnection(self.processors, _ClientEvents(self, addr),
-                                               max_frame_size=cfg.max_frame_size, max_pending=cfg.max_pending),
+                                               max_frame_size=cfg.max_frame_size, max_pending=cfg.max_pending,
+                                               poller=busy_poller(cfg.busy_poll_max_micros, loop)),
                     host, port)
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {cfg.connect_timeout}s") from None

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from remoting.busy_poll import BusyPoller
 from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from remoting.exceptions import (
     RemotingSendRequestError,
@@ -108,8 +109,9 @@ class ConnectionEvents:
 class RemotingConnection(asyncio.Protocol):
     def __init__(self, processors: ProcessorTable, events: ConnectionEvents | None = None, *,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-                 max_pending: int = DEFAULT_MAX_PENDING) -> None:
+                 max_pending: int = DEFAULT_MAX_PENDING, poller: BusyPoller | None = None) -> None:
         self._processors = processors
+        self._poller = poller
         self._events = events
         self._decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, _Pending] = {}
@@ -142,6 +144,9 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        poller = self._poller
+        if poller is not None:
+            poller.begin()
         try:
             commands = self._decoder.feed(data)
         except FrameError as exc:
@@ -164,6 +169,8 @@ class RemotingConnection(asyncio.Protocol):
             # Answers produced inline (most requests) leave now rather than one loop turn
             # later: at one request in flight that turn is a good part of the round trip.
             self._flush()
+        if poller is not None:
+            poller.end()
 
     def connection_lost(self, exc: Exception | None) -> None:
         reason = self._close_reason if exc is None else f"{self._close_reason}: {exc}"

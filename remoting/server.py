@@ -13,6 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from remoting.connection import ConnectionEvents, RemotingConnection
 from remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
@@ -28,6 +29,8 @@ class ServerConfig:
     channel_max_idle: float = 120.0
     scan_interval: float = 1.0
     shutdown_grace: float = 5.0
+    # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
+    busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
 
 
 class _ServerEvents(ConnectionEvents):
@@ -77,8 +80,10 @@ class RemotingServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
+        poller = busy_poller(cfg.busy_poll_max_micros, loop)
         self._server = await loop.create_server(
-            lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size),
+            lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size,
+                                       poller=poller),
             cfg.host, cfg.port, reuse_address=True)
         self._housekeeping = loop.create_task(self._housekeep())
 

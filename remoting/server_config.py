@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from remoting.server import ServerConfig
 
@@ -16,8 +17,12 @@ class NettyServerConfig(BaseModel):
     serverChannelMaxIdleTimeSeconds: int = 120
     # com.rocketmq.remoting.frameMaxLength: the largest frame a peer may send.
     frameMaxLength: int = DEFAULT_MAX_FRAME_SIZE
+    # rocketmq-py's own: how long the event loop may keep polling after a read before it sleeps,
+    # in microseconds (remoting/busy_poll.py); 0 turns it off.
+    serverBusyPollMaxMicros: int = DEFAULT_BUSY_POLL_MAX_MICROS
 
     def to_server_config(self, port: int | None = None) -> ServerConfig:
         return ServerConfig(host=self.bindAddress, port=self.listenPort if port is None else port,
                             max_frame_size=self.frameMaxLength,
-                            channel_max_idle=float(self.serverChannelMaxIdleTimeSeconds))
+                            channel_max_idle=float(self.serverChannelMaxIdleTimeSeconds),
+                            busy_poll_max_micros=self.serverBusyPollMaxMicros)
