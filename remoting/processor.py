@@ -60,12 +60,26 @@ class _FunctionProcessor(RequestProcessor):
 
 
 class _Row:
-    __slots__ = ("in_flight", "limit", "processor")
+    __slots__ = ("_processor", "call", "in_flight", "limit", "rejects")
 
     def __init__(self, processor: RequestProcessor, limit: int) -> None:
         self.processor = processor
         self.limit = limit
         self.in_flight = 0
+
+    @property
+    def processor(self) -> RequestProcessor:
+        return self._processor
+
+    @processor.setter
+    def processor(self, processor: RequestProcessor) -> None:
+        # What dispatch calls, resolved once: a plain function without its wrapper, and no
+        # rejection check for a processor that never rejects (each is a call per request).
+        self._processor = processor
+        self.call: ProcessorFunc = (processor._func if type(processor) is _FunctionProcessor
+                                    else processor.process_request)
+        self.rejects: Callable[[], bool] | None = (
+            None if type(processor).reject_request is RequestProcessor.reject_request else processor.reject_request)
 
 
 def exception_remark(exc: BaseException) -> str:
@@ -111,7 +125,8 @@ class ProcessorTable:
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        if row.processor.reject_request():
+        rejects = row.rejects
+        if rejects is not None and rejects():
             conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
             return
         if row.in_flight >= row.limit:
@@ -119,7 +134,7 @@ class ProcessorTable:
                 conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
             return
         try:
-            result = row.processor.process_request(conn, request)
+            result = row.call(conn, request)
         except Exception as exc:
             result = _failed(conn, request, exc)
         if result is None or type(result) is RemotingCommand:

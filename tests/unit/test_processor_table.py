@@ -6,7 +6,7 @@ import asyncio
 
 from remoting.codes import ResponseCode
 from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
-from remoting.processor import ProcessorResult, ProcessorTable
+from remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
 
 
 class _Conn:
@@ -65,3 +65,41 @@ async def test_a_plain_handler_that_raises_answers_system_error_and_oneway_gets_
     assert answer.code == ResponseCode.SYSTEM_ERROR and "RuntimeError: exploded" in (answer.remark or "")
     table.dispatch(conn, RemotingCommand.request(1).mark_oneway())  # type: ignore[arg-type]
     assert len(conn.written) == 1
+
+
+class _Rejecting(RequestProcessor):
+    def __init__(self) -> None:
+        self.rejecting = True
+
+    def process_request(self, conn: object, request: RemotingCommand) -> ProcessorResult:  # type: ignore[override]
+        return request.response(ResponseCode.SUCCESS, "served")
+
+    def reject_request(self) -> bool:
+        return self.rejecting
+
+
+async def test_a_rejecting_processor_is_asked_and_a_wrapped_row_dispatches_to_its_wrapper() -> None:
+    table = ProcessorTable()
+    busy = _Rejecting()
+    table.register(3, busy)
+    table.register(1, _sync)  # type: ignore[arg-type]
+    conn = _Conn()
+    table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
+    busy.rejecting = False
+    table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
+    assert [(c.code, c.remark) for c in conn.written] == [(ResponseCode.SYSTEM_BUSY, REJECT_REMARK),
+                                                          (ResponseCode.SUCCESS, "served")]
+
+    class _Tagging(RequestProcessor):
+        def __init__(self, inner: RequestProcessor) -> None:
+            self.inner = inner
+
+        def process_request(self, conn: object, request: RemotingCommand) -> ProcessorResult:  # type: ignore[override]
+            response = self.inner.process_request(conn, request)  # type: ignore[arg-type]
+            assert isinstance(response, RemotingCommand)
+            response.remark = f"wrapped {response.remark}"
+            return response
+
+    table.wrap_processors(lambda code, p: _Tagging(p))
+    table.dispatch(conn, RemotingCommand.request(1))  # type: ignore[arg-type]
+    assert conn.written[-1].remark == "wrapped inline"
