@@ -39,6 +39,10 @@ class MessageClientIDSetter:
         self._lock = threading.Lock()
         self._month_start_ms = 0
         self._next_month_ms = 0
+        # (millisecond, the id up to its counter), swapped as one reference so that threads
+        # never pair a millisecond with another's text: sends in one millisecond (dozens, under
+        # load) format only their counter.
+        self._stamp = (-1, "")
 
     def _roll_month(self, now_ms: int) -> None:
         now = dt.datetime.fromtimestamp(now_ms / 1000).astimezone()
@@ -49,13 +53,17 @@ class MessageClientIDSetter:
 
     def create_uniq_id(self, now_ms: int | None = None) -> str:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        if not self._month_start_ms <= now_ms < self._next_month_ms:
-            with self._lock:
-                if not self._month_start_ms <= now_ms < self._next_month_ms:
-                    self._roll_month(now_ms)
         # ``next`` on a count is atomic under the GIL; only the month roll needs the lock.
         counter = next(self._counter) & 0xFFFF
-        return f"{self._prefix}{(now_ms - self._month_start_ms) & 0xFFFFFFFF:08X}{counter:04X}"
+        stamped_ms, stamped = self._stamp
+        if stamped_ms != now_ms:
+            if not self._month_start_ms <= now_ms < self._next_month_ms:
+                with self._lock:
+                    if not self._month_start_ms <= now_ms < self._next_month_ms:
+                        self._roll_month(now_ms)
+            stamped = f"{self._prefix}{(now_ms - self._month_start_ms) & 0xFFFFFFFF:08X}"
+            self._stamp = (now_ms, stamped)
+        return f"{stamped}{counter:04X}"
 
 
 _default = MessageClientIDSetter()

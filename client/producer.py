@@ -360,8 +360,9 @@ class Producer:
             raise MQBrokerError(response.code, response.remark, addr)
         ext = response.ext_fields or {}
         uniq = ",".join(uniq_keys) if uniq_keys else props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
-        return SendResult(send_status=status, msg_id=uniq, offset_msg_id=ext.get("msgId", ""),
-                          message_queue=MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id))),
-                          queue_offset=int(ext.get("queueOffset", -1)),
-                          region_id=ext.get("MSG_REGION", "DefaultRegion"),
-                          trace_on=ext.get("TRACE_ON", "true") != "false")
+        queue_id = int(ext.get("queueId", mq.queue_id))
+        # Positionally, and the queue sent to when the broker answers with its id (every send).
+        return SendResult(status, uniq, ext.get("msgId", ""),
+                          mq if queue_id == mq.queue_id else MessageQueue(mq.topic, mq.broker_name, queue_id),
+                          int(ext.get("queueOffset", -1)), ext.get("MSG_REGION", "DefaultRegion"),
+                          ext.get("TRACE_ON", "true") != "false")

@@ -249,8 +249,8 @@ class CommitLog:
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(AppendMessageStatus.PUT_OK, units[0][0], total, store_ts, first_queue_offset,
-                                   len(units), store_host=self._host(batch.store_host),
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, mf.file_from_offset + pos, total, store_ts,
+                                   first_queue_offset, len(units), store_host=self._host(batch.store_host),
                                    offsets=[u[0] for u in units], units=units)
 
     def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,

@@ -29,6 +29,8 @@ def test_uniq_id_layout_and_order() -> None:
     assert int(b[20:28], 16) == int(a[20:28], 16) + 5
     assert (int(b[28:], 16) - int(a[28:], 16)) % 65536 == 1
     assert len({setter.create_uniq_id(now_ms) for _ in range(1000)}) == 1000
+    assert setter.create_uniq_id(now_ms + 5)[20:28] == b[20:28], "a millisecond seen again is stamped alike"
+    assert setter.create_uniq_id(now_ms + 6)[20:28] != b[20:28]
 
 
 def test_latency_marks_slow_and_failed_brokers() -> None:
