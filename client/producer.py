@@ -50,6 +50,8 @@ TOPIC_MAX_LENGTH = 127
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
                                   ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
                                   ResponseCode.NOT_IN_CURRENT_UNIT})
+# Enum members read from their classes cost 0.1 µs each, and every send reads these.
+_SEND_MESSAGE_V2, _SEND_BATCH_MESSAGE = RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE
 _STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK, ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
            ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
            ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
@@ -172,7 +174,7 @@ class Producer:
                 break
             started = time.monotonic()
             try:
-                result = await self._send_to(instance, mq, msg, body, sys_flag, props, RequestCode.SEND_MESSAGE_V2,
+                result = await self._send_to(instance, mq, msg, body, sys_flag, props, _SEND_MESSAGE_V2,
                                              remaining)
             except (RemotingError, MQBrokerError) as exc:
                 self._record_latency(mq.broker_name, started, failed=True)
@@ -343,7 +345,7 @@ class Producer:
         ext["h"] = str(msg.flag)
         ext["i"] = properties_to_string(props)
         ext["j"] = str(reconsume_times)
-        if code == RequestCode.SEND_BATCH_MESSAGE:
+        if code == _SEND_BATCH_MESSAGE:
             ext["m"] = "true"
         if max_reconsume_times is not None:
             ext["l"] = str(max_reconsume_times)

@@ -26,6 +26,8 @@ class HeaderDecodeError(ValueError):
 
 
 _LANG_NAMES: dict[int, str] = {c.value: c.name for c in LanguageCode}
+# Every decoded header names its serialization; an Enum member read from its class costs 0.1 µs.
+_JSON, _MSGPACK = SerializeType.JSON, SerializeType.MSGPACK
 _LANG_CODES: dict[str, int] = {c.name: c.value for c in LanguageCode}
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ def decode_json(data: bytes) -> RemotingCommand:
         language = _LANG_CODES.get(language, LanguageCode.OTHER) if type(language) is str else _as_int(language)
     except (TypeError, ValueError) as exc:
         raise HeaderDecodeError(f"bad JSON header field: {exc}") from None
-    return RemotingCommand(code, opaque, flag, remark, ext, None, language, version, SerializeType.JSON)
+    return RemotingCommand(code, opaque, flag, remark, ext, None, language, version, _JSON)
 
 
 def _as_int(value: Any) -> int:
@@ -206,7 +208,7 @@ def decode_msgpack(data: bytes) -> RemotingCommand:
                     ext[k] = _ext_to_str(v)  # as the JSON decoder does for numbers and booleans
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise HeaderDecodeError(f"bad msgpack header: {exc}") from None
-    return RemotingCommand(code, opaque, flag, remark, ext, None, language, version, SerializeType.MSGPACK)
+    return RemotingCommand(code, opaque, flag, remark, ext, None, language, version, _MSGPACK)
 
 
 ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {

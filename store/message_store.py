@@ -70,6 +70,7 @@ class PutMessageResult:
 
 _PUT_OK = PutMessageStatus.PUT_OK
 _APPENDED = AppendMessageStatus.PUT_OK
+_SLAVE = BrokerRole.SLAVE  # an Enum member read from its class costs 0.1 µs, every put
 _QUEUED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
                      PutMessageStatus.SLAVE_NOT_AVAILABLE})
@@ -444,7 +445,7 @@ class DefaultMessageStore:
     def _append_batch(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append and dispatch in one step: nothing can run between a record landing in the log
         and its queue unit, so a reader never sees a queue behind the log it was told about."""
-        if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return self._refused()
         try:
             result = self.commit_log.append_batch(batch)
@@ -459,7 +460,7 @@ class DefaultMessageStore:
 
     def _append_single(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``_append`` for one message: the same steps without a list (most puts are one)."""
-        if self.shutdown_flag or self.disk_full or self.config.brokerRole == BrokerRole.SLAVE:
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return self._refused()
         try:
             result = self.commit_log._append_one(msg)
