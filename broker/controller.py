@@ -72,12 +72,14 @@ class BrokerController:
         self.producer_manager = ProducerManager(expiry)
         self.consumer_manager = ConsumerManager(self._on_consumer_ids_changed, expiry)
         self.rebalance_lock_manager = RebalanceLockManager(cfg.rebalanceLockMaxLiveTime / 1000)
-        self.message_store = DefaultMessageStore(self.store_config, self._on_message_arriving)
+        self.message_store = DefaultMessageStore(self.store_config)
         self.schedule_message_service = ScheduleMessageService(self.message_store)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
                                                 self.message_store.get_max_offset_in_queue,
                                                 cfg.pullHoldCheckInterval / 1000 if cfg.longPollingEnable else 1.0)
+        # Arrivals go straight to the hold service: the store calls this once per new message.
+        self.message_store.message_arriving_listener = self.pull_hold.on_message_arriving
         self.transaction_bridge = TransactionalMessageBridge(self.message_store, self.topic_config_manager,
                                                              lambda: self.store_host)
         self.transaction_check_service = TransactionalMessageCheckService(
@@ -120,10 +122,6 @@ class BrokerController:
         return self.broker_config.broker_addr(self.listen_port)
 
     # -- events -----------------------------------------------------------------------------
-
-    def _on_message_arriving(self, topic: str, queue_id: int, logic_offset: int, tags_code: int,
-                             store_timestamp: int, properties: str | bytes) -> None:
-        self.pull_hold.notify_message_arriving(topic, queue_id, logic_offset, tags_code, properties)
 
     def _on_consumer_ids_changed(self, group: str, channels: list) -> None:  # type: ignore[type-arg]
         if self.broker_config.notifyConsumerIdsChangedEnable:

@@ -64,6 +64,13 @@ class PullRequestHoldService:
         self._table.setdefault((pull.topic, pull.queue_id), []).append(pull)
         pull.timer = asyncio.get_running_loop().call_later(pull.suspend_seconds, self._expire, pull)
 
+    def on_message_arriving(self, topic: str, queue_id: int, logic_offset: int, tags_code: int,
+                            store_timestamp: int, properties: str | bytes) -> None:
+        """The store's arrival listener (store.MessageArrivingListener): one call per new unit,
+        so the usual case, no pull waiting on that queue, returns after one look-up."""
+        if (topic, queue_id) in self._table:
+            self.notify_message_arriving(topic, queue_id, logic_offset, tags_code, properties)
+
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
                                 tags_code: int | None = None, properties: str | bytes | None = None) -> None:
         """Called by the dispatcher for each new consume-queue unit: wake what it satisfies.

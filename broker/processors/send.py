@@ -310,9 +310,10 @@ class SendMessageProcessor:
         tags_per_entry = _RAW_TAGS[1:] in all_props
         tags_codes = self._raw_tags_codes
         tags_code = -1 if tags_per_entry else self._tags_code(find_raw_property(common, _RAW_TAGS))
+        check_utf8 = not all_props.isascii()
         stored_entries = []
         for flag, data, props in entries:
-            if not props.isascii():
+            if check_utf8 and not props.isascii():
                 try:
                     props.decode()
                 except UnicodeDecodeError:

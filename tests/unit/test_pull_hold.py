@@ -90,3 +90,17 @@ async def test_a_woken_pull_is_answered_inside_the_arrival_and_its_failure_stays
     assert broken.held == 0
     await service.shutdown()
     await broken.shutdown()
+
+
+async def test_store_arrivals_with_a_batch_entry_s_raw_properties_wake_a_selector_pull() -> None:
+    service, woken = await _service({})
+    pull = _pull(1, 0)
+    pull.matches_properties = lambda text: "a\x017" in text.split("\x02")
+    service.suspend_pull_request(pull)
+    service.on_message_arriving("T", 1, 1, 0, 0, b"a\x017")  # another queue: nothing
+    service.on_message_arriving("T", 0, 1, 0, 0, b"a\x011")
+    assert service.held == 1
+    service.on_message_arriving("T", 0, 2, 0, 0, b"b\x012\x02a\x017")  # bytes, as a batch entry holds them
+    assert await asyncio.wait_for(woken.get(), 2) == 1
+    assert service.held == 0
+    await service.shutdown()
