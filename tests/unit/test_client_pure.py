@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
 
 from client.allocate import MessageQueue
+from client.errors import NoRouteError
+from client.instance import ClientConfig, MQClientInstance
 from client.latency import LatencyFaultTolerance
 from client.message import Message
 from client.message_id import MessageClientIDSetter
@@ -14,6 +17,8 @@ from client.producer import Producer
 from remoting.codes import RequestCode
 from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.protocol.message import properties_to_string
+from remoting.protocol.route import TopicRouteData
+from tests.waiting import wait_until
 
 
 def test_uniq_id_layout_and_order() -> None:
@@ -67,3 +72,30 @@ def test_send_header_matches_the_typed_header(topic: str, code: int, props: dict
             batch=True if code == RequestCode.SEND_BATCH_MESSAGE else None,
             maxReconsumeTimes=5 if retry else None, bname="broker-a")).to_ext_fields()
         assert got == typed
+
+
+async def test_concurrent_route_lookups_of_a_topic_share_one_name_server_request() -> None:
+    instance = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:1"), "test@1")
+    asked: list[str] = []
+    answer: asyncio.Future[TopicRouteData] = asyncio.get_running_loop().create_future()
+
+    async def ask(topic: str, timeout: float | None = None) -> TopicRouteData:
+        asked.append(topic)
+        return await answer
+
+    instance.get_topic_route_from_namesrv = ask  # type: ignore[method-assign]
+    waiting = [asyncio.ensure_future(instance.update_topic_route("T")) for _ in range(5)]
+    other = asyncio.ensure_future(instance.update_topic_route("U"))
+    assert await wait_until(lambda: len(asked) >= 2, 2, 0.001)
+    assert asked == ["T", "U"], "one request per topic, however many ask at once"
+    route = TopicRouteData()
+    answer.set_result(route)
+    assert all(r is route for r in await asyncio.gather(*waiting, other))
+    assert instance.topic_route_table["T"] is route
+    answer2: asyncio.Future[TopicRouteData] = asyncio.get_running_loop().create_future()
+    answer = answer2
+    answer2.set_exception(NoRouteError("no route"))
+    results = await asyncio.gather(instance.update_topic_route("T"), instance.update_topic_route("T"),
+                                   return_exceptions=True)
+    assert asked == ["T", "U", "T"], "a finished look-up is not reused: the next one asks again"
+    assert all(isinstance(r, NoRouteError) for r in results), "a failure reaches every caller"
