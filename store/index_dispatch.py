@@ -18,6 +18,7 @@ clean stop its indexed offset tells the next start where the index ends.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import fcntl
 import logging
@@ -156,13 +157,27 @@ class IndexDispatchProcess:
 
     def wait_indexed(self, timeout: float) -> bool:
         """Block until everything committed so far is indexed (queries want their own writes)."""
-        target = self._get(_COMMITTED)
-        deadline = time.monotonic() + timeout
-        while self._get(_INDEXED) < target:
-            if not self.alive() or time.monotonic() > deadline:
-                return False
+        target, deadline = self._get(_COMMITTED), time.monotonic() + timeout
+        while (done := self._caught_up(target, deadline)) is None:
             time.sleep(0.0005)
-        return True
+        return done
+
+    async def wait_indexed_async(self, timeout: float) -> bool:
+        """``wait_indexed`` for the event loop: the child, at nice 19, may lag a busy broker by
+        far more than a millisecond, and other clients must not wait with the query."""
+        target, deadline = self._get(_COMMITTED), time.monotonic() + timeout
+        # Polled: the offset is written by another process into shared memory, no Event to await.
+        while (done := self._caught_up(target, deadline)) is None:  # noqa: ASYNC110
+            await asyncio.sleep(0.0005)
+        return done
+
+    def _caught_up(self, target: int, deadline: float) -> bool | None:
+        """True once ``target`` is indexed, False when it never will be in time, else None."""
+        if self._get(_INDEXED) >= target:
+            return True
+        if not self.alive() or time.monotonic() > deadline:
+            return False
+        return None
 
     def ensure_running(self) -> None:
         """Restart a child that died (it resumes from its last reported offset)."""

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 
 from remoting.protocol.message import decode_record
 from store.index_dispatch import read_indexed_offset, wait_for_previous_child
@@ -171,4 +172,28 @@ async def test_a_ctrl_c_to_the_process_group_leaves_the_child_to_its_parent(tmp_
         await s.put_message(message("C", b"two", keys="two"))
         assert _bodies(s, "C", "two") == [b"two"] and dispatch.alive() and dispatch.restarts == 0
     finally:
+        await s.shutdown()
+
+
+async def test_a_query_waiting_for_a_lagging_child_leaves_the_event_loop_free(tmp_path: str) -> None:
+    s = await _started(str(tmp_path))
+    dispatch = s.index_dispatch
+    assert dispatch is not None and dispatch.pid is not None
+    pid = dispatch.pid
+    try:
+        os.kill(pid, signal.SIGSTOP)  # the child falls behind, as it may at nice 19 under load
+        await s.put_message(message("Q", b"late", keys="late-key"))
+        query = asyncio.ensure_future(s.query_message_async("Q", "late-key", 8, 0, 2**62))
+        longest = 0.0
+        for _ in range(20):
+            before = time.monotonic()
+            await asyncio.sleep(0.01)
+            longest = max(longest, time.monotonic() - before)
+        # A blocking wait would hold the loop for its whole second, then give up.
+        assert longest < 0.5 and not query.done(), "the loop runs on while the query waits for the index"
+        os.kill(pid, signal.SIGCONT)
+        found = await asyncio.wait_for(query, 5)
+        assert [decode_record(b).body for b in found] == [b"late"], "and the query still reads its own write"
+    finally:
+        os.kill(pid, signal.SIGCONT)
         await s.shutdown()
