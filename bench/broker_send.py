@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from echo import echo_server, measure_streams_echo
 
 from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.codes import SERIALIZE_TYPES_FIELD, SerializeType
+from remoting.codes import SerializeType, offers_serialize_type
 from remoting.loop import run
 from remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
@@ -82,7 +82,7 @@ async def connect(addr: str) -> RemotingClient:
     client = RemotingClient()
     r = await client.invoke(addr, RemotingCommand.request(
         RequestCode.HEART_BEAT, None, HeartbeatData(clientID="bench@1").encode()), 10)
-    if SerializeType.MSGPACK.name in (r.ext_fields or {}).get(SERIALIZE_TYPES_FIELD, "").split(","):
+    if offers_serialize_type(r.ext_fields, SerializeType.MSGPACK):
         client.set_request_serialize_type(addr, SerializeType.MSGPACK)
     return client
 

@@ -21,7 +21,7 @@ from client.allocate import MessageQueue
 from client.errors import MQClientError, NoRouteError
 from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from remoting.client import RemotingClient
-from remoting.codes import SERIALIZE_TYPES_FIELD, LanguageCode, RequestCode, ResponseCode, SerializeType
+from remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
 from remoting.command import RemotingCommand
 from remoting.exceptions import RemotingError
 from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
@@ -310,9 +310,8 @@ class MQClientInstance:
         except RemotingError as exc:
             log.info("send heart beat to broker[%s] failed: %s", addr, exc)
             return
-        offered = (response.ext_fields or {}).get(SERIALIZE_TYPES_FIELD, "")
         if self.config.msgpack_headers and response.code == ResponseCode.SUCCESS and \
-                SerializeType.MSGPACK.name in offered.split(","):
+                offers_serialize_type(response.ext_fields, SerializeType.MSGPACK):
             self.remoting.set_request_serialize_type(addr, SerializeType.MSGPACK)
 
     def _greet(self, addrs: list[str]) -> None:

@@ -184,6 +184,11 @@ class SerializeType(IntEnum):
 SERIALIZE_TYPES_FIELD = "serializeTypes"
 
 
+def offers_serialize_type(ext_fields: dict[str, str] | None, serialize_type: SerializeType) -> bool:
+    """Whether a HEART_BEAT answer's extFields list ``serialize_type`` among those its broker reads."""
+    return serialize_type.name in (ext_fields or {}).get(SERIALIZE_TYPES_FIELD, "").split(",")
+
+
 # MQVersion.Version ordinal of 4.9.8: what Java brokers and NameServers put in `version`.
 # Clients compare it (e.g. SQL92 subscriptions need a broker version >= V4_1_0_SNAPSHOT).
 CURRENT_VERSION = 409

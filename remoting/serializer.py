@@ -26,9 +26,9 @@ class HeaderDecodeError(ValueError):
 
 
 _LANG_NAMES: dict[int, str] = {c.value: c.name for c in LanguageCode}
+_LANG_CODES: dict[str, int] = {c.name: c.value for c in LanguageCode}
 # Every decoded header names its serialization; an Enum member read from its class costs 0.1 µs.
 _JSON, _MSGPACK = SerializeType.JSON, SerializeType.MSGPACK
-_LANG_CODES: dict[str, int] = {c.name: c.value for c in LanguageCode}
 
 # --- JSON ---------------------------------------------------------------------------------
 # fastjson writes top-level keys in alphabetical order with no whitespace and omits nulls; we

@@ -774,24 +774,14 @@ class DefaultMessageStore:
                 return None
         return self.commit_log.get_data(commit_log_offset, size)
 
-    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
+    async def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
         """Records whose KEYS or UNIQ_KEY equal ``key`` (hashes re-checked on the records).
-        Read your writes: a key whose put has returned is findable. Bounded: a stuck index
-        child costs a query one second."""
-        if self.index_dispatch is not None:
-            self.index_dispatch.wait_indexed(1.0)
-        return self._query_indexed(topic, key, max_num, begin, end)
-
-    async def query_message_async(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
-        """``query_message`` waiting for the index child without blocking the event loop."""
+        Read your writes: a key whose put has returned is findable. The wait for the index
+        child leaves the event loop free, and a stuck child costs a query one second."""
         if self.index_dispatch is not None:
             await self.index_dispatch.wait_indexed_async(1.0)
-        return self._query_indexed(topic, key, max_num, begin, end)
-
-    def _query_indexed(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
-        found = []
-        if self.index_dispatch is not None:
             self.index_service.refresh()
+        found = []
         for phy in self.index_service.query_offset(topic, key, max_num, begin, end):
             data = self.look_message_by_offset(phy)
             if data is None:

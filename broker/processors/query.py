@@ -28,7 +28,7 @@ class QueryMessageProcessor:
         max_num = h.maxNum
         if (request.ext_fields or {}).get("_UNIQUE_KEY_QUERY") == "true":
             max_num = store.config.defaultQueryMaxNum
-        found = await store.query_message_async(h.topic, h.key, max_num, h.beginTimestamp, h.endTimestamp)
+        found = await store.query_message(h.topic, h.key, max_num, h.beginTimestamp, h.endTimestamp)
         last = store.index_service.files[-1] if store.index_service.files else None
         header = QueryMessageResponseHeader(indexLastUpdateTimestamp=last.end_timestamp if last else 0,
                                             indexLastUpdatePhyoffset=last.end_phy_offset if last else 0)

@@ -27,8 +27,8 @@ async def _started(root: str, **overrides: object) -> DefaultMessageStore:
     return s
 
 
-def _bodies(s: DefaultMessageStore, topic: str, key: str) -> list[bytes]:
-    return sorted(decode_record(b).body for b in s.query_message(topic, key, 64, 0, 2**62))
+async def _bodies(s: DefaultMessageStore, topic: str, key: str) -> list[bytes]:
+    return sorted(decode_record(b).body for b in await s.query_message(topic, key, 64, 0, 2**62))
 
 
 async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> None:
@@ -42,24 +42,24 @@ async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> No
         for i in range(200):
             await s.put_message(message("K", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
             if i % 40 == 0:  # asked at once, with no wait of our own
-                assert _bodies(s, "K", f"key{i}") == [f"m{i}".encode()]
-                assert _bodies(s, "K", f"U{i}") == [f"m{i}".encode()]
-        assert len(s.query_message("K", "shared", 64, 0, 2**62)) == 64
-        assert _bodies(s, "Other", "key3") == []
+                assert await _bodies(s, "K", f"key{i}") == [f"m{i}".encode()]
+                assert await _bodies(s, "K", f"U{i}") == [f"m{i}".encode()]
+        assert len(await s.query_message("K", "shared", 64, 0, 2**62)) == 64
+        assert await _bodies(s, "Other", "key3") == []
         # IPv6 hosts move the fields the child reads; a non-ASCII key hashes by UTF-16 units.
         await s.put_message(message("K", b"six", keys="v6 \u00e9t\u00e9", born_host=("::1", 5555)))
-        assert _bodies(s, "K", "v6") == [b"six"] and _bodies(s, "K", "\u00e9t\u00e9") == [b"six"]
+        assert await _bodies(s, "K", "v6") == [b"six"] and await _bodies(s, "K", "\u00e9t\u00e9") == [b"six"]
         both = message("K", b"both", keys="v6both", born_host=("::1", 5555))
         both.store_host = ("::1", 10911)
         await s.put_message(both)
-        assert _bodies(s, "K", "v6both") == [b"both"]
+        assert await _bodies(s, "K", "v6both") == [b"both"]
         end = s.commit_log.max_offset
     finally:
         await s.shutdown()
     assert read_indexed_offset(str(tmp_path)) == end, "a clean stop indexes everything and says so"
     s = await _started(str(tmp_path))
     try:
-        assert _bodies(s, "K", "key199") == [b"m199"]
+        assert await _bodies(s, "K", "key199") == [b"m199"]
     finally:
         await s.shutdown()
 
@@ -75,8 +75,8 @@ async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
             await s.put_messages(batch("A", [f"b{i}".encode() for i in range(40)],
                                        properties=[f"MYKEYS\x01decoy\x02KEYS\x01 k{i}  kb " for i in range(40)]))
             await s.put_message(message("A", b"c", extra={"XUNIQ_KEY": "decoy", "NOTKEYS": "decoy"}))
-            answers.append([_bodies(s, "A", f"k{j}") for j in range(7)] + [_bodies(s, "A", "U299")]
-                           + [_bodies(s, "A", "kb"), _bodies(s, "A", "decoy"), _bodies(s, "A", "k39")])
+            keys = [f"k{j}" for j in range(7)] + ["U299", "kb", "decoy", "k39"]
+            answers.append([await _bodies(s, "A", key) for key in keys])
             answers.append(len(os.listdir(os.path.join(s.root, "index"))))
         finally:
             await s.shutdown()
@@ -94,8 +94,8 @@ async def test_a_dead_child_is_replaced_and_catches_up(tmp_path: str) -> None:
         os.kill(dispatch._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
         await s.put_message(message("D", b"during", keys="during"))
         assert await wait_until(lambda: dispatch.restarts == 1 and dispatch.alive(), timeout=10)
-        assert _bodies(s, "D", "during") == [b"during"]
-        assert _bodies(s, "D", "before") == [b"before"]
+        assert await _bodies(s, "D", "during") == [b"during"]
+        assert await _bodies(s, "D", "before") == [b"before"]
     finally:
         await s.shutdown()
 
@@ -120,7 +120,7 @@ async def test_an_index_left_unfinished_is_completed_at_the_next_start(tmp_path:
     assert await s.load(), "the shutdown was clean"
     await s.start()
     try:
-        assert _bodies(s, "U", "late19") == [b"late19"] and _bodies(s, "U", "early") == [b"early"]
+        assert await _bodies(s, "U", "late19") == [b"late19"] and await _bodies(s, "U", "early") == [b"early"]
     finally:
         await s.shutdown()
 
@@ -170,7 +170,7 @@ async def test_a_ctrl_c_to_the_process_group_leaves_the_child_to_its_parent(tmp_
         for sig in (signal.SIGINT, signal.SIGTERM):
             os.kill(dispatch._proc.pid, sig)  # type: ignore[union-attr]
         await s.put_message(message("C", b"two", keys="two"))
-        assert _bodies(s, "C", "two") == [b"two"] and dispatch.alive() and dispatch.restarts == 0
+        assert await _bodies(s, "C", "two") == [b"two"] and dispatch.alive() and dispatch.restarts == 0
     finally:
         await s.shutdown()
 
@@ -183,7 +183,7 @@ async def test_a_query_waiting_for_a_lagging_child_leaves_the_event_loop_free(tm
     try:
         os.kill(pid, signal.SIGSTOP)  # the child falls behind, as it may at nice 19 under load
         await s.put_message(message("Q", b"late", keys="late-key"))
-        query = asyncio.ensure_future(s.query_message_async("Q", "late-key", 8, 0, 2**62))
+        query = asyncio.ensure_future(s.query_message("Q", "late-key", 8, 0, 2**62))
         longest = 0.0
         for _ in range(20):
             before = time.monotonic()

@@ -58,11 +58,16 @@ async def test_periodic_check_and_deadline() -> None:
     await service.shutdown()
 
 
-async def test_sql_pull_wakes_only_for_matching_properties() -> None:
-    service, woken = await _service({})
+def _suspend_selector_pull(service: PullRequestHoldService) -> None:
+    """A pull whose SQL92 selector wants the property ``a`` = 7."""
     pull = _pull(1, 0)
     pull.matches_properties = lambda text: "a\x017" in text.split("\x02")
     service.suspend_pull_request(pull)
+
+
+async def test_sql_pull_wakes_only_for_matching_properties() -> None:
+    service, woken = await _service({})
+    _suspend_selector_pull(service)
     service.notify_message_arriving("T", 0, 1, tags_code=0, properties="a\x011")
     assert service.held == 1, "properties the selector refuses leave the pull parked"
     service.notify_message_arriving("T", 0, 2, tags_code=0, properties="b\x012\x02a\x017")
@@ -94,9 +99,7 @@ async def test_a_woken_pull_is_answered_inside_the_arrival_and_its_failure_stays
 
 async def test_store_arrivals_with_a_batch_entry_s_raw_properties_wake_a_selector_pull() -> None:
     service, woken = await _service({})
-    pull = _pull(1, 0)
-    pull.matches_properties = lambda text: "a\x017" in text.split("\x02")
-    service.suspend_pull_request(pull)
+    _suspend_selector_pull(service)
     service.on_message_arriving("T", 1, 1, 0, 0, b"a\x017")  # another queue: nothing
     service.on_message_arriving("T", 0, 1, 0, 0, b"a\x011")
     assert service.held == 1

@@ -174,11 +174,11 @@ async def test_key_and_timestamp_lookup(store: DefaultMessageStore) -> None:
         stamps.append(r.append_result.store_timestamp)  # type: ignore[union-attr]
         if i % 10 == 9:
             await asyncio.sleep(0.02)  # spread store times so the search has something to find
-    found = store.query_message("K", "order-17", 32, 0, 2**62)
+    found = await store.query_message("K", "order-17", 32, 0, 2**62)
     assert [decode_record(b).body for b in found] == [b"v17"]
-    assert len(store.query_message("K", "shared", 32, 0, 2**62)) == 32, "bounded by maxNum"
-    assert [decode_record(b).body for b in store.query_message("K", "UNIQ3", 32, 0, 2**62)] == [b"v3"]
-    assert store.query_message("K", "nope", 32, 0, 2**62) == []
+    assert len(await store.query_message("K", "shared", 32, 0, 2**62)) == 32, "bounded by maxNum"
+    assert [decode_record(b).body for b in await store.query_message("K", "UNIQ3", 32, 0, 2**62)] == [b"v3"]
+    assert await store.query_message("K", "nope", 32, 0, 2**62) == []
     idx = store.get_offset_in_queue_by_time("K", 0, stamps[25])
     assert stamps[idx] == stamps[25]
     assert store.get_offset_in_queue_by_time("K", 0, stamps[0] - 10_000) == 0
@@ -285,7 +285,7 @@ async def test_queues_and_index_rebuilt_after_deletion(tmp_path: str) -> None:
         assert [s.get_max_offset_in_queue("R", q) for q in range(4)] == [30, 30, 30, 30]
         got = s.get_message("g", "R", 3, 29, 32)
         assert decode_record(got.buffers[0]).body == b"r119" * 50
-        assert [decode_record(b).body for b in s.query_message("R", "key77", 4, 0, 2**62)] == [b"r77" * 50]
+        assert [decode_record(b).body for b in await s.query_message("R", "key77", 4, 0, 2**62)] == [b"r77" * 50]
     finally:
         await s.shutdown()
 
