@@ -53,11 +53,9 @@ def properties(i: int) -> str:
 
 
 def make_message(i: int) -> MessageExtBrokerInner:
-    uniq = f"7F00000100002A9F{i:016X}"
     return MessageExtBrokerInner(topic="BenchTopic", body=BODY, queue_id=i % 8, properties_string=properties(i),
                                  tags_code=tags_string_to_tags_code("TagA"), born_timestamp=int(time.time() * 1000),
-                                 born_host=BORN_HOST, store_host=STORE_HOST,
-                                 keys=[f"key-{i}"], uniq_key=uniq)
+                                 born_host=BORN_HOST, store_host=STORE_HOST)
 
 
 def _settle(store: DefaultMessageStore) -> None:

@@ -13,7 +13,7 @@ import struct
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from remoting.protocol.message import (
@@ -53,7 +53,9 @@ class AppendMessageStatus(Enum):
 
 @dataclass(slots=True)
 class MessageExtBrokerInner:
-    """A message as the broker hands it to the store."""
+    """A message as the broker hands it to the store. Its KEYS and UNIQ_KEY are read from the
+    properties string when it is indexed, not carried beside it: most sends are indexed by the
+    index child, which reads them from the record."""
 
     topic: str
     body: bytes
@@ -71,8 +73,6 @@ class MessageExtBrokerInner:
     store_timestamp: int = 0
     queue_offset: int = 0
     commit_log_offset: int = 0
-    keys: list[str] = field(default_factory=list)
-    uniq_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -94,19 +94,15 @@ class MessageExtBatch:
 
 def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageExtBrokerInner:
     """A stored record made writable again (delivery of a delayed message, a send-back, a
-    transaction's commit): body, flag, properties string, born fields and reconsume times kept,
-    keys and unique key ready for the index. Callers re-address it; ``store_host`` defaults to
-    the record's own."""
+    transaction's commit): body, flag, properties string, born fields and reconsume times kept.
+    Callers re-address it; ``store_host`` defaults to the record's own."""
     props = msg.properties
-    keys = props.get(MessageConst.KEYS)
     return MessageExtBrokerInner(
         topic=msg.topic, body=msg.body, queue_id=msg.queue_id, flag=msg.flag,
         properties_string=properties_to_string(props), tags_code=tags_string_to_tags_code(props.get(MessageConst.TAGS)),
         sys_flag=msg.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG), born_timestamp=msg.born_timestamp,
         born_host=msg.born_host, store_host=store_host or msg.store_host, reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-        keys=keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-        uniq_key=props.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+        prepared_transaction_offset=msg.prepared_transaction_offset)
 
 
 _HOST_HEX: dict[bytes, str] = {}
@@ -374,7 +370,5 @@ class CommitLog:
             properties_string=properties_to_string(ext.properties), sys_flag=ext.sys_flag,
             store_timestamp=ext.store_timestamp, queue_offset=ext.queue_offset,
             commit_log_offset=ext.commit_log_offset, prepared_transaction_offset=ext.prepared_transaction_offset)
-        inner.keys = (ext.properties.get(MessageConst.KEYS) or "").split(MessageConst.KEY_SEPARATOR)
-        inner.uniq_key = ext.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         inner.tags_code = tags_string_to_tags_code(ext.properties.get(MessageConst.TAGS))
         return total, inner, True

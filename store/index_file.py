@@ -81,10 +81,6 @@ def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
     return key_hashes(prefix, each) if each else []
 
 
-def _topic_key_hashes(topic: str, keys: list[str], uniq_key: str | None) -> list[int]:
-    """``topic_key_hash`` of each non-empty key and of the unique key."""
-    return key_hashes(f"{topic}#".encode(), [key.encode() for key in (*keys, uniq_key) if key])
-
 
 class IndexFile:
     def __init__(self, path: str, hash_slot_num: int, index_num: int, readonly: bool = False) -> None:
@@ -274,12 +270,6 @@ class IndexService:
     @property
     def max_phy_offset(self) -> int:
         return self.files[-1].end_phy_offset if self.files else 0
-
-    def build_index(self, topic: str, keys: list[str], uniq_key: str | None, phy_offset: int,
-                    store_timestamp: int) -> None:
-        """Index a message's KEYS and its UNIQ_KEY, each qualified by the topic."""
-        hashes = _topic_key_hashes(topic, keys, uniq_key)
-        self.put_entries(hashes, [phy_offset] * len(hashes), [store_timestamp] * len(hashes))
 
     def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
         """Add (key hash, message offset, store time) entries in offset order, rolling to a new

@@ -410,25 +410,14 @@ class DefaultMessageStore:
                                 remark="the disk is full: usage above diskSpaceWarningLevelRatio")
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
-        result = self._append_single(msg)
+        result = self.append_message(msg)
         if wait_store_msg_ok and self.sync_flush:
             return await self.synced(result)
         return result
 
-    def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        """``put_message`` without the flush wait: the record is in the mapped file (all that
-        ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
-        coroutine on the path most sends take."""
-        return self._append_single(msg)
-
-
-    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """``put_messages`` without the flush wait, as ``append_message`` is for one."""
-        return self._append_batch(batch)
-
     async def put_messages(self, batch: MessageExtBatch, wait_store_msg_ok: bool = True) -> PutMessageResult:
         """Store a batch; resolves after the flush under SYNC_FLUSH."""
-        result = self._append_batch(batch)
+        result = self.append_messages(batch)
         if wait_store_msg_ok and self.sync_flush:
             return await self.synced(result)
         return result
@@ -442,8 +431,10 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
         return result
 
-    def _append_batch(self, batch: MessageExtBatch) -> PutMessageResult:
-        """Append and dispatch in one step: nothing can run between a record landing in the log
+    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """``put_messages`` without the flush wait, as ``append_message`` is for one.
+
+        Appends and dispatches in one step: nothing can run between a record landing in the log
         and its queue unit, so a reader never sees a queue behind the log it was told about."""
         if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return self._refused()
@@ -458,8 +449,10 @@ class DefaultMessageStore:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
 
-    def _append_single(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        """``_append`` for one message: the same steps without a list (most puts are one)."""
+    def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """``put_message`` without the flush wait: the record is in the mapped file (all that
+        ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
+        coroutine on the path most sends take. The same steps as ``append_messages``."""
         if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return self._refused()
         try:
@@ -529,9 +522,11 @@ class DefaultMessageStore:
                                                    [result.store_timestamp] * len(hashes))
 
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
-        if (msg.keys or msg.uniq_key) and msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
-            self.index_service.build_index(msg.topic, msg.keys, msg.uniq_key, msg.commit_log_offset,
-                                           msg.store_timestamp)
+        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
+            hashes = record_key_hashes(f"{msg.topic}#".encode(), msg.properties_string.encode())
+            if hashes:
+                self.index_service.put_entries(hashes, [msg.commit_log_offset] * len(hashes),
+                                               [msg.store_timestamp] * len(hashes))
 
     # -- flushing ---------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ def message(topic: str, body: bytes, queue_id: int = 0, tags: str | None = None,
     return MessageExtBrokerInner(
         topic=topic, body=body, queue_id=queue_id, properties_string=properties_to_string(props),
         tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=1700000000123,
-        born_host=born_host, store_host=STORE_HOST, keys=(keys or "").split(" "), uniq_key=uniq)
+        born_host=born_host, store_host=STORE_HOST)
 
 
 def batch(topic: str, bodies: list[bytes], queue_id: int = 0, tags: str | None = None,
