@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from remoting.codes import ResponseCode
-from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
 
 if TYPE_CHECKING:
     from remoting.connection import RemotingConnection
@@ -227,7 +227,7 @@ def _failed(conn: RemotingConnection, request: RemotingCommand, exc: Exception) 
 
 
 def _answer(conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None) -> None:
-    if response is None or request.is_oneway or not conn.is_open:
+    if response is None or request.flag & RPC_ONEWAY or not conn.is_open:
         return
     response.opaque = request.opaque
     response.flag |= RPC_TYPE_RESPONSE

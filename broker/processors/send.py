@@ -455,21 +455,22 @@ class SendMessageProcessor:
         return code
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
-        # The common case without hashing the Enum (its __hash__ is Python code).
-        code, remark = (_SUCCESS, None) if result.status is _PUT_OK else _STATUS_TO_CODE[result.status]
         cfg = self.broker.broker_config
-        ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
         append = result.append_result
+        # The common case first, without hashing the Enum (its __hash__ is Python code).
+        if result.status is _PUT_OK and append is not None:
+            code, remark = _SUCCESS, None
+        else:
+            code, remark = _STATUS_TO_CODE[result.status]
         if code in _STORED_CODES and append is not None:
             stats = self.broker.stats
             stats.put_messages += append.msg_num
             stats.put_bytes += append.wrote_bytes
             # SendMessageResponseHeader's fields, written directly: this runs for every send.
-            ext["msgId"] = append.msg_id
-            ext["queueId"] = str(queue_id)
-            ext["queueOffset"] = str(append.logics_offset)
-        elif result.remark:
-            remark = f"{remark or result.status.value} ({result.remark})"
-        return request.response(code, remark, header=ext)
-
-
+            ext = {"msgId": append.msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset),
+                   "MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
+        else:
+            ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
+            if result.remark:
+                remark = f"{remark or result.status.value} ({result.remark})"
+        return request.response(code, remark, ext)
