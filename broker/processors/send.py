@@ -272,7 +272,8 @@ class SendMessageProcessor:
         # Positionally, in the dataclass's field order: keywords cost twice as much, every send.
         return MessageExtBrokerInner(
             topic, body, queue_id, flag, properties, tags_string_to_tags_code(find_property(properties, _TAGS)),
-            sys_flag, born_timestamp, self._born_host(conn.remote_addr), self.broker.store_host, reconsume_times)
+            sys_flag, born_timestamp, self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr),
+            self.broker.store_host, reconsume_times)
 
     def _born_host(self, addr: str) -> tuple[str, int]:
         host = self._born_hosts.get(addr)
