@@ -194,16 +194,16 @@ class SendMessageProcessor:
         read straight from its header fields: building the typed header cost a tenth of the
         broker's time per send. None for anything else, including every malformed header: the
         full path then checks the send and answers what is wrong with it."""
-        topic = ext.get("b")
+        topic = ext.get("b", "")
         broker = self.broker
-        config = broker.topic_config_manager.table.get(topic)  # type: ignore[arg-type]
+        config = broker.topic_config_manager.table.get(topic)
         cfg = broker.broker_config
         batch = ext.get("m")
         # A retry topic's send may go to the DLQ; reconsume times ("j", "l") come only with those.
         if (config is None or topic not in self._valid_topic_names or not config.perm & _PERM_WRITE
                 or not cfg.brokerPermission & _PERM_WRITE
                 or (batch is not None and batch != "false") or "j" in ext or "l" in ext
-                or "a" not in ext or "c" not in ext or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):  # type: ignore[union-attr]
+                or "a" not in ext or "c" not in ext or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
             return None
         cluster = self._cluster
         if cluster[0] != cfg.brokerClusterName:
@@ -222,7 +222,7 @@ class SendMessageProcessor:
         if not 0 <= queue_id < max(config.readQueueNums, config.writeQueueNums):
             return None
         properties, wait = plain
-        return self._store(request, self._inner(conn, topic, queue_id, request.body or b"", flag,  # type: ignore[arg-type]
+        return self._store(request, self._inner(conn, topic, queue_id, request.body or b"", flag,
                                                 properties, sys_flag, born_timestamp, 0, config), wait, queue_id)
 
     def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
@@ -456,22 +456,19 @@ class SendMessageProcessor:
         return code
 
     def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        # The common case without hashing the Enum (its __hash__ is Python code).
+        code, remark = (_SUCCESS, None) if result.status is _PUT_OK else _STATUS_TO_CODE[result.status]
         cfg = self.broker.broker_config
+        ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
         append = result.append_result
-        # The common case first, without hashing the Enum (its __hash__ is Python code).
-        if result.status is _PUT_OK and append is not None:
-            code, remark = _SUCCESS, None
-        else:
-            code, remark = _STATUS_TO_CODE[result.status]
         if code in _STORED_CODES and append is not None:
             stats = self.broker.stats
             stats.put_messages += append.msg_num
             stats.put_bytes += append.wrote_bytes
             # SendMessageResponseHeader's fields, written directly: this runs for every send.
-            ext = {"msgId": append.msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset),
-                   "MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
-        else:
-            ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
-            if result.remark:
-                remark = f"{remark or result.status.value} ({result.remark})"
+            ext["msgId"] = append.msg_id
+            ext["queueId"] = str(queue_id)
+            ext["queueOffset"] = str(append.logics_offset)
+        elif result.remark:
+            remark = f"{remark or result.status.value} ({result.remark})"
         return request.response(code, remark, ext)
