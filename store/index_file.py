@@ -81,7 +81,6 @@ def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
     return key_hashes(prefix, each) if each else []
 
 
-
 class IndexFile:
     def __init__(self, path: str, hash_slot_num: int, index_num: int, readonly: bool = False) -> None:
         self.hash_slot_num = hash_slot_num

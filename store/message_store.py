@@ -516,17 +516,18 @@ class DefaultMessageStore:
         if self._index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             prefix = f"{topic}#".encode()
             for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):
-                hashes = record_key_hashes(prefix, props)
-                if hashes:
-                    self.index_service.put_entries(hashes, [offset] * len(hashes),
-                                                   [result.store_timestamp] * len(hashes))
+                self._index_record(prefix, props, offset, result.store_timestamp)
 
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
-            hashes = record_key_hashes(f"{msg.topic}#".encode(), msg.properties_string.encode())
-            if hashes:
-                self.index_service.put_entries(hashes, [msg.commit_log_offset] * len(hashes),
-                                               [msg.store_timestamp] * len(hashes))
+            self._index_record(f"{msg.topic}#".encode(), msg.properties_string.encode(), msg.commit_log_offset,
+                               msg.store_timestamp)
+
+    def _index_record(self, prefix: bytes, props: bytes, offset: int, store_timestamp: int) -> None:
+        """Index one record's KEYS and UNIQ_KEY, read from its properties as the record holds them."""
+        hashes = record_key_hashes(prefix, props)
+        if hashes:
+            self.index_service.put_entries(hashes, [offset] * len(hashes), [store_timestamp] * len(hashes))
 
     # -- flushing ---------------------------------------------------------------------------
 

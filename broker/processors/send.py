@@ -199,10 +199,11 @@ class SendMessageProcessor:
         config = broker.topic_config_manager.table.get(topic)
         cfg = broker.broker_config
         batch = ext.get("m")
-        # A retry topic's send may go to the DLQ; reconsume times ("j", "l") come only with those.
+        # A retry topic's send may go to the DLQ; a max reconsume times ("l") comes only with those
+        # (Java's and our SDK's producers send reconsume times, "j", with every send: 0).
         if (config is None or topic not in self._valid_topic_names or not config.perm & _PERM_WRITE
                 or not cfg.brokerPermission & _PERM_WRITE
-                or (batch is not None and batch != "false") or "j" in ext or "l" in ext
+                or (batch is not None and batch != "false") or "l" in ext
                 or "a" not in ext or "c" not in ext or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
             return None
         cluster = self._cluster
@@ -217,13 +218,16 @@ class SendMessageProcessor:
             sys_flag = int(ext["f"])
             born_timestamp = int(ext["g"])
             flag = int(ext["h"])
+            reconsume = ext.get("j")
+            reconsume_times = 0 if reconsume is None else int(reconsume)
         except (KeyError, ValueError):
             return None
         if not 0 <= queue_id < max(config.readQueueNums, config.writeQueueNums):
             return None
         properties, wait = plain
         return self._store(request, self._inner(conn, topic, queue_id, request.body or b"", flag,
-                                                properties, sys_flag, born_timestamp, 0, config), wait, queue_id)
+                                                properties, sys_flag, born_timestamp, reconsume_times, config),
+                           wait, queue_id)
 
     def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
                    header: SendMessageRequestHeader) -> TopicConfig | RemotingCommand:

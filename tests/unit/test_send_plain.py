@@ -1,0 +1,162 @@
+"""The broker's plain sends: read from the V2 fields, properties handled as a string; what they
+store must be what the full path (typed header, parsed properties) stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import broker.processors.send as send
+from broker.config import BrokerConfig
+from broker.processors.send import SendMessageProcessor, _plain_properties
+from broker.stats import BrokerStats
+from broker.topic_config_manager import TopicConfigManager
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.header import HeaderError
+from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
+from remoting.protocol.topic import TopicConfig
+from store.message_store import DefaultMessageStore
+from tests.store_helpers import STORE_HOST, small_config
+
+CLUSTER = ("C1", "\x02CLUSTER\x01C1", "CLUSTER\x01C1")
+
+
+def _parsed(text: str) -> tuple[dict[str, str], bool]:
+    """What the parsed path stores: the properties less WAIT, plus CLUSTER; and the WAIT."""
+    props = string_to_properties(text)
+    wait = props.pop("WAIT", "true") != "false"
+    props["CLUSTER"] = "C1"
+    return props, wait
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "WAIT\x01true",
+    "WAIT\x01false",
+    "TAGS\x01a\x02WAIT\x01true",
+    "WAIT\x01false\x02TAGS\x01a",
+    "TAGS\x01a\x02WAIT\x01false\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U",
+    "TAGS\x01a\x02",
+    "TAGS\x01a\x02WAIT\x01false\x02",
+    "WAIT\x01\x02TAGS\x01a",
+    "TAGS\x01caf\u00e9",
+])
+def test_plain_properties_store_what_parsing_would(text: str) -> None:
+    plain = _plain_properties(text, CLUSTER)
+    assert plain is not None
+    stored, wait = plain
+    assert (string_to_properties(stored), wait) == _parsed(text)
+    assert stored.endswith("CLUSTER\x01C1") and "WAIT\x01" not in stored
+    assert "\x02\x02" not in stored
+
+
+@pytest.mark.parametrize("text", [
+    "DELAY\x013",                          # parked in the schedule topic
+    "TRAN_MSG\x01true",                    # a half message
+    "CLUSTER\x01theirs",                   # replaced by the broker's
+    "TAGS\x01DELAY\x01",                   # a name inside a value: parsing decides
+    "WAIT\x01true\x02WAIT\x01false",       # named twice
+    "XWAIT\x01true",                       # not at an entry's start
+])
+def test_properties_that_change_what_is_stored_go_to_the_parsed_path(text: str) -> None:
+    assert _plain_properties(text, CLUSTER) is None
+
+
+@dataclass
+class _Broker:
+    """What SendMessageProcessor reads of its BrokerController."""
+
+    broker_config: BrokerConfig
+    topic_config_manager: TopicConfigManager
+    message_store: DefaultMessageStore
+    store_host: tuple[str, int] = STORE_HOST
+    stats: Any = None
+
+
+class _Conn:
+    remote_addr = "10.0.0.7:5555"
+
+
+@pytest.fixture
+async def processor(tmp_path: Any) -> AsyncIterator[SendMessageProcessor]:
+    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    topics = TopicConfigManager(str(tmp_path))
+    topics.update_topic_config(TopicConfig(topicName="T", readQueueNums=4, writeQueueNums=4))
+    try:
+        yield SendMessageProcessor(_Broker(BrokerConfig(brokerClusterName="C1"), topics, store,  # type: ignore[arg-type]
+                                           stats=BrokerStats()))
+    finally:
+        await store.shutdown()
+
+
+# As Java's producer and our SDK send it: reconsume times, unit mode and the batch flag always.
+SDK_FIELDS = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000123", "h": "3",
+              "i": "TAGS\x01a\x02WAIT\x01true\x02UNIQ_KEY\x01U1", "j": "0", "k": "false", "m": "false", "n": "b"}
+
+
+def _send(processor: SendMessageProcessor, ext: dict[str, str]) -> RemotingCommand:
+    response = processor.process_request(_Conn(), RemotingCommand.request(  # type: ignore[arg-type]
+        RequestCode.SEND_MESSAGE_V2, dict(ext), b"body"))
+    assert isinstance(response, RemotingCommand)
+    return response
+
+
+def _stored(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    _, offset = decode_offset_msg_id((response.ext_fields or {})["msgId"])
+    data = processor.broker.message_store.look_message_by_offset(offset)
+    assert data is not None
+    return decode_record(data)
+
+
+async def test_sdk_shaped_sends_skip_the_typed_header_and_store_what_the_full_path_does(
+        processor: SendMessageProcessor, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[dict[str, str]] = []
+    read_v2 = send._READ_V2
+
+    def counted(ext: dict[str, str]) -> Any:
+        reads.append(ext)
+        return read_v2(ext)
+
+    monkeypatch.setattr(send, "_READ_V2", counted)
+    monkeypatch.setattr(processor, "_send_plain", lambda *args: None)
+    full = _stored(processor, _send(processor, SDK_FIELDS))
+    assert len(reads) == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(send, "_READ_V2", counted)
+    plain = _stored(processor, _send(processor, SDK_FIELDS))
+    assert len(reads) == 1, "the plain path read no typed header"
+    assert plain.queue_offset == full.queue_offset + 1
+    for field in ("topic", "queue_id", "flag", "sys_flag", "born_timestamp", "born_host", "reconsume_times", "body",
+                  "properties"):
+        assert getattr(plain, field) == getattr(full, field), field
+    assert plain.properties == {"TAGS": "a", "UNIQ_KEY": "U1", "CLUSTER": "C1"}
+
+
+@pytest.mark.parametrize(("change", "answer"), [
+    ({"e": "9"}, ResponseCode.SYSTEM_ERROR),                # a queue the topic does not have
+    ({"l": "3"}, ResponseCode.SUCCESS),                     # max reconsume times: a retry's header
+    ({"i": "TAGS\x01a\x02CLUSTER\x01x"}, ResponseCode.SUCCESS),  # its own CLUSTER: the parsed path
+])
+async def test_anything_unusual_goes_to_the_full_path(processor: SendMessageProcessor, monkeypatch: pytest.MonkeyPatch,
+                                                      change: dict[str, str], answer: int) -> None:
+    _send(processor, SDK_FIELDS)  # the topic's first send, which validates its name
+    reads: list[dict[str, str]] = []
+    read_v2 = send._READ_V2
+    monkeypatch.setattr(send, "_READ_V2", lambda ext: reads.append(ext) or read_v2(ext))
+    response = _send(processor, {**SDK_FIELDS, **change})
+    assert response.code == answer, response.remark
+    assert len(reads) == 1
+
+
+async def test_a_malformed_field_is_named_by_the_full_path(processor: SendMessageProcessor) -> None:
+    _send(processor, SDK_FIELDS)
+    # The processor table answers a HeaderError as SYSTEM_ERROR with this remark.
+    with pytest.raises(HeaderError, match="<j> is not a valid int"):
+        _send(processor, {**SDK_FIELDS, "j": ""})
