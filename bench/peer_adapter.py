@@ -10,6 +10,11 @@ the project's own ``.venv`` site-packages, on ``sys.path``, and starts ``mqnames
 Consumer: ``LitePullConsumer`` assigned every queue, long-polling pulls of ``batch`` messages,
 offsets committed every 5 s (RocketMQ's at-least-once model: ``ack`` has nothing left to do).
 ``PEER_ADAPTER_BROKER_OPTS="key=value key=value"`` passes broker options (``-o``), for A/B runs.
+
+The SDK is set for latency: ``busy_poll_max_micros`` 2,000 (the SDK's default is 200), so the
+client's event loop keeps polling through W5's gaps (a message every 500 µs) instead of sleeping,
+and no answer waits for a halted vCPU to wake up. It costs client CPU, which the harness reports:
+about 500 µs per W5 message against 180. ``PEER_ADAPTER_CLIENT_POLL_MICROS`` changes it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode 
 from remoting.protocol.heartbeat import ConsumeFromWhere  # noqa: E402
 
 QUEUES = 8
+CLIENT_POLL_MICROS = int(os.environ.get("PEER_ADAPTER_CLIENT_POLL_MICROS", "2000"))
 
 
 def _boot(argv: list[str], marker: str, timeout: float = 60.0) -> tuple[subprocess.Popen[str], str]:
@@ -102,6 +108,7 @@ class RocketMQPyAdapter(PeerAdapter):
 
     async def connect(self) -> None:
         self.producer = Producer("peerbench_pg", self.namesrv, send_msg_timeout=10)
+        self.producer.config.busy_poll_max_micros = CLIENT_POLL_MICROS
         await self.producer.start()
         self.admin = RemotingClient()
 
@@ -143,6 +150,7 @@ class RocketMQPyAdapter(PeerAdapter):
         consumer = LitePullConsumer(group, self.namesrv, pull_batch_size=batch,
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
                                     pull_threshold_for_all=max(prefetch, batch) * QUEUES)
+        consumer.config.busy_poll_max_micros = CLIENT_POLL_MICROS
         consumer.assign([MessageQueue(topic, "broker-a", q) for q in range(QUEUES)])
         await consumer.start()
         return _Consumer(consumer)
