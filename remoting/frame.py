@@ -95,11 +95,12 @@ class FrameDecoder:
                 bstart = hstart + hlen
                 fend = pos + 4 + total
                 try:
-                    cmd = decode(bytes(src[hstart:bstart]))
+                    cmd = decode(src[hstart:bstart])  # every decoder reads bytes and bytearrays alike
                 except HeaderDecodeError as exc:
                     raise FrameError(str(exc)) from None
                 if fend > bstart:
-                    cmd.body = bytes(src[bstart:fend])
+                    body = src[bstart:fend]
+                    cmd.body = body if src is data else bytes(body)
                 out.append(cmd)
                 pos = fend
         finally:

@@ -179,11 +179,7 @@ def decode_rocketmq(data: bytes) -> RemotingCommand:
 
 # --- msgpack (our own) --------------------------------------------------------------------
 _packb = msgpack.Packer(use_bin_type=True).pack
-
-
-def _unpackb(data: bytes) -> Any:
-    # strict_map_key (the default) already refuses non-string map keys.
-    return msgpack.unpackb(data, raw=False, use_list=False)
+_unpackb = msgpack.unpackb
 
 
 def encode_msgpack(cmd: RemotingCommand) -> bytes:
@@ -192,7 +188,8 @@ def encode_msgpack(cmd: RemotingCommand) -> bytes:
 
 def decode_msgpack(data: bytes) -> RemotingCommand:
     try:
-        code, language, version, opaque, flag, remark, ext = _unpackb(data)
+        # strict_map_key (the default) already refuses non-string map keys.
+        code, language, version, opaque, flag, remark, ext = _unpackb(data, raw=False, use_list=False)
         if not (type(code) is int and type(opaque) is int and type(flag) is int
                 and type(language) is int and type(version) is int):
             raise TypeError("non-integer header field")

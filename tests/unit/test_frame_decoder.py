@@ -23,6 +23,7 @@ def test_partial_frame_is_held_until_complete() -> None:
     assert decoder.buffered == 50
     (cmd,) = decoder.feed(frame[50:])
     assert cmd.body == b"x" * 100 and decoder.buffered == 0
+    assert type(cmd.body) is bytes, "a body cut from the held buffer is its own bytes"
 
 
 def test_many_frames_in_one_chunk_keep_order() -> None:
