@@ -156,15 +156,26 @@ class RemotingConnection(asyncio.Protocol):
             self.abort(f"malformed frame: {exc}")
             return
         pending = self._pending
+        # Requests go to the processors a run at a time (a read of pipelined sends is stored in
+        # one write), each run ending where a response comes, so the order of the two holds.
+        requests: list[RemotingCommand] = []
         for cmd in commands:
             if cmd.flag & RPC_TYPE_RESPONSE:
+                if requests:
+                    self._processors.dispatch_all(self, requests)
+                    requests = []
                 entry = pending.pop(cmd.opaque, None)
                 if entry is None:
                     log.debug("response with unknown opaque %s from %s dropped", cmd.opaque, self.remote_addr)
                 else:
                     entry.complete(cmd, None)
             else:
-                self._processors.dispatch(self, cmd)
+                requests.append(cmd)
+        if requests:
+            if len(requests) == 1:
+                self._processors.dispatch(self, requests[0])
+            else:
+                self._processors.dispatch_all(self, requests)
         if self._wbuf:
             # Answers produced inline (most requests) leave now rather than one loop turn
             # later: at one request in flight that turn is a good part of the round trip.

@@ -36,7 +36,14 @@ ProcessorResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
 
 class RequestProcessor:
-    """One request family."""
+    """One request family.
+
+    A processor may also define ``process_requests(conn, requests)``: given requests of one code
+    that arrived together, in order, it handles a leading part of them at once and returns their
+    results in order (an empty list: none). The table dispatches the first request it left
+    alone singly and offers it the rest. It must not raise for a bad request, only leave it out;
+    pipelined sends are where sharing one store write among several pays.
+    """
 
     def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         raise NotImplementedError
@@ -47,6 +54,7 @@ class RequestProcessor:
 
 
 ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], ProcessorResult]
+ManyFunc = Callable[["RemotingConnection", list[RemotingCommand]], list[ProcessorResult]]
 
 
 class _FunctionProcessor(RequestProcessor):
@@ -60,7 +68,7 @@ class _FunctionProcessor(RequestProcessor):
 
 
 class _Row:
-    __slots__ = ("_processor", "call", "in_flight", "limit", "rejects")
+    __slots__ = ("_processor", "call", "call_many", "in_flight", "limit", "rejects")
 
     def __init__(self, processor: RequestProcessor, limit: int) -> None:
         self.processor = processor
@@ -80,6 +88,7 @@ class _Row:
                                     else processor.process_request)
         self.rejects: Callable[[], bool] | None = (
             None if type(processor).reject_request is RequestProcessor.reject_request else processor.reject_request)
+        self.call_many: ManyFunc | None = getattr(processor, "process_requests", None)
 
 
 def exception_remark(exc: BaseException) -> str:
@@ -125,13 +134,7 @@ class ProcessorTable:
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        rejects = row.rejects
-        if rejects is not None and rejects():
-            conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
-            return
-        if row.in_flight >= row.limit:
-            if not request.is_oneway:
-                conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
+        if not self._admitted(row, conn, request):
             return
         try:
             result = row.call(conn, request)
@@ -139,9 +142,63 @@ class ProcessorTable:
             result = _failed(conn, request, exc)
         if result is None or type(result) is RemotingCommand:
             _answer(conn, request, result)
-            return
+        else:
+            self._start(row, conn, request, result)  # type: ignore[arg-type]
+
+    def dispatch_all(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> None:
+        """The requests of one read, in order: each run of one code goes to its processor's
+        ``process_requests`` when it has one, the rest to ``dispatch``."""
+        rows = self._rows
+        i, n = 0, len(requests)
+        while i < n:
+            request = requests[i]
+            code = request.code
+            row = rows.get(code)
+            if row is None or row.call_many is None or i + 1 == n or requests[i + 1].code != code:
+                self.dispatch(conn, request)
+                i += 1
+                continue
+            j = i + 2
+            while j < n and requests[j].code == code:
+                j += 1
+            if not self._admitted(row, conn, request):
+                i += 1
+                continue
+            run = requests[i:j]
+            try:
+                results = row.call_many(conn, run)
+            except Exception as exc:
+                # A processor's fault, not a request's: which of them were handled is unknown.
+                results = [_failed(conn, r, exc) for r in run]
+            if not results:
+                self.dispatch(conn, request)
+                i += 1
+                continue
+            for request, result in zip(run, results, strict=False):
+                if result is None or type(result) is RemotingCommand:
+                    _answer(conn, request, result)
+                else:
+                    self._start(row, conn, request, result)  # type: ignore[arg-type]
+            i += len(results)
+
+    @staticmethod
+    def _admitted(row: _Row, conn: RemotingConnection, request: RemotingCommand) -> bool:
+        """False, having answered SYSTEM_BUSY, when the row turns requests away now."""
+        rejects = row.rejects
+        if rejects is not None and rejects():
+            conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
+            return False
+        if row.in_flight >= row.limit:
+            if not request.is_oneway:
+                conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
+            return False
+        return True
+
+    def _start(self, row: _Row, conn: RemotingConnection, request: RemotingCommand,
+               result: Awaitable[RemotingCommand | None]) -> None:
+        """Answer when a handler's awaitable is done, running it inline until it first waits."""
         row.in_flight += 1
-        coro = self._run(row, conn, request, result)  # type: ignore[arg-type]
+        coro = self._run(row, conn, request, result)
         if _NATIVE_EAGER:
             task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
             if task.done():

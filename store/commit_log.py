@@ -105,6 +105,18 @@ def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageEx
         prepared_transaction_offset=msg.prepared_transaction_offset)
 
 
+# One message of ``append_run``: (topic, queue id, body, flag, properties as UTF-8, tag hash, sysFlag,
+# born timestamp, reconsume times, prepared transaction offset). A tuple, not an object: the
+# broker builds one per send.
+RunEntry = tuple[str, int, bytes, int, bytes, int, int, int, int, int]
+
+
+def run_entry(msg: MessageExtBrokerInner) -> RunEntry:
+    """A message as ``CommitLog.append_run`` takes it."""
+    return (msg.topic, msg.queue_id, msg.body, msg.flag, msg.properties_string.encode(), msg.tags_code, msg.sys_flag,
+            msg.born_timestamp, msg.reconsume_times, msg.prepared_transaction_offset)
+
+
 _HOST_HEX: dict[bytes, str] = {}
 
 
@@ -112,12 +124,13 @@ class AppendMessageResult:
     """What an append wrote. The offset message ids are built only when asked for (a send
     response asks once; the dispatcher never does)."""
 
-    __slots__ = ("logics_offset", "msg_num", "offsets", "status", "store_host", "store_timestamp", "units",
-                 "wrote_bytes", "wrote_offset")
+    __slots__ = ("logics_offset", "msg_num", "offsets", "queue_offsets", "status", "store_host", "store_timestamp",
+                 "units", "wrote_bytes", "wrote_offset")
 
     def __init__(self, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
                  store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 1, store_host: bytes = b"",
-                 offsets: Sequence[int] = (), units: list[tuple[int, int, int]] | None = None) -> None:
+                 offsets: Sequence[int] = (), units: list[tuple[int, int, int]] | None = None,
+                 queue_offsets: Sequence[int] = ()) -> None:
         self.status = status
         self.wrote_offset = wrote_offset
         self.wrote_bytes = wrote_bytes
@@ -126,14 +139,23 @@ class AppendMessageResult:
         self.msg_num = msg_num
         self.store_host = store_host
         self.offsets = offsets
-        # A batch's ConsumeQueue units (offset, size, tag hash), for the dispatcher.
+        # ConsumeQueue units (offset, size, tag hash) of a batch or a run, for the dispatcher.
         self.units = units
+        # A run's queue offsets, one per record (a batch's follow from ``logics_offset``).
+        self.queue_offsets = queue_offsets
 
     @property
-    def msg_id(self) -> str:
+    def host_hex(self) -> str:
+        """The store host as offset message ids spell it."""
         host = _HOST_HEX.get(self.store_host)
         if host is None:
             host = _HOST_HEX[self.store_host] = self.store_host.hex().upper()
+        return host
+
+    @property
+    def msg_id(self) -> str:
+        """The offset message id, or a batch's ids comma-joined (a run's are its records' own)."""
+        host = self.host_hex
         offsets = self.offsets
         if len(offsets) == 1:
             return f"{host}{offsets[0]:016X}"
@@ -279,57 +301,75 @@ class CommitLog:
             queue_offset += step
         return parts, units, offset - base
 
-    def _append_one(self, msg: MessageExtBrokerInner) -> AppendMessageResult:
-        """``append`` for one message: the same record, with the batch bookkeeping left out
-        (most sends carry one message, and this is the broker's hottest path)."""
-        topic_key = msg.topic
-        topic = self._topic_cache.get(topic_key) or self._topic(topic_key)
-        props = msg.properties_string.encode()
-        body = msg.body
-        if topic is None or len(body) > self.config.maxMessageSize:
-            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        if len(props) > MAX_PROPERTIES_LENGTH:
-            return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+    def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> AppendMessageResult:
+        """Append messages as consecutive records of one file: one store time, one clock read and
+        one copy into the mapping for them all. The broker hands it the plain sends of one read
+        from a connection (16 or more when a producer pipelines), so what a send costs once,
+        rather than per message, is shared among them; a single put is a run of one.
+
+        ``units`` of the result are the records' ConsumeQueue units and ``queue_offsets`` their
+        queue offsets. A run too large for a file, or holding a record that breaks a limit, is
+        refused whole: the broker sends such messages one at a time."""
         hosts = self._host_cache
-        born = hosts.get(msg.born_host) or self._host(msg.born_host)
-        store = hosts.get(msg.store_host) or self._host(msg.store_host)
+        born = hosts.get(born_host) or self._host(born_host)
+        store = hosts.get(store_host) or self._host(store_host)
         head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
-        size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
+        fixed = 74 + len(born) + len(store)
+        max_body = self.config.maxMessageSize
+        topics = self._topic_cache
+        topic_bytes: list[bytes] = []
+        total = 0
+        for entry in entries:
+            topic = topics.get(entry[0]) or self._topic(entry[0])
+            if topic is None or len(entry[2]) > max_body:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+            if len(entry[4]) > MAX_PROPERTIES_LENGTH:
+                return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            topic_bytes.append(topic)
+            total += fixed + len(topic) + len(entry[2]) + len(entry[4])
         file_size = self.queue.file_size
+        if total + END_FILE_MIN_BLANK_LENGTH > file_size:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         files = self.queue.files
         mf = files[-1] if files else self.queue.get_last_mapped_file(0)
         pos = mf.wrote_position
-        if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
-            if size + END_FILE_MIN_BLANK_LENGTH > file_size:
-                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        if pos + total + END_FILE_MIN_BLANK_LENGTH > file_size:
             if pos < file_size:
                 _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
                 mf.wrote_position = file_size
             mf = self.queue.get_last_mapped_file(0)
             pos = mf.wrote_position
-        if pos + size > mf.warm_mark:
-            self.warmer.request(mf, pos + size)
+        if pos + total > mf.warm_mark:
+            self.warmer.request(mf, pos + total)
         store_ts = int(time.time() * 1000)
-        offset = mf.file_from_offset + pos
-        sys_flag = msg.sys_flag
-        if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
-            key = (topic_key, msg.queue_id)
-            table = self.topic_queue_table
-            queue_offset = table.get(key, 0)
-            table[key] = queue_offset + 1
-        else:
-            queue_offset = 0
-        mf.mm[pos:pos + size] = b"".join((
-            head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
-                      offset, sys_flag | host_flags, msg.born_timestamp, born, store_ts, store, msg.reconsume_times,
-                      msg.prepared_transaction_offset, len(body)),
-            body, topic, _I16.pack(len(props)), props))
-        mf.wrote_position = pos + size
-        msg.store_timestamp = store_ts
-        msg.queue_offset = queue_offset
-        msg.commit_log_offset = offset
+        first = offset = mf.file_from_offset + pos
+        table = self.topic_queue_table
+        pack, pack_len, crc32 = head.pack, _I16.pack, zlib.crc32
+        parts: list[bytes] = []
+        units = []
+        offsets = []
+        queue_offsets = []
+        for (topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared), topic in \
+                zip(entries, topic_bytes, strict=True):
+            if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
+                key = (topic_name, queue_id)
+                queue_offset = table.get(key, 0)
+                table[key] = queue_offset + 1
+            else:
+                queue_offset = 0
+            size = fixed + len(topic) + len(body) + len(props)
+            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
+                           sys_flag | host_flags, born_ts, born, store_ts, store, reconsume, prepared, len(body)),
+                      body, topic, pack_len(len(props)), props)
+            units.append((offset, size, tags_code))
+            offsets.append(offset)
+            queue_offsets.append(queue_offset)
+            offset += size
+        mf.mm[pos:pos + total] = b"".join(parts)
+        mf.wrote_position = pos + total
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, store, (offset,))
+        return AppendMessageResult(_PUT_OK, first, total, store_ts, queue_offsets[0], len(units), store, offsets,
+                                   units, queue_offsets)
 
     # -- reads ------------------------------------------------------------------------------
 

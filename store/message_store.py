@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -23,6 +23,7 @@ from remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
+    Host,
     decode_record,
 )
 from store.checkpoint import StoreCheckpoint
@@ -32,6 +33,8 @@ from store.commit_log import (
     CommitLog,
     MessageExtBatch,
     MessageExtBrokerInner,
+    RunEntry,
+    run_entry,
 )
 from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
@@ -275,7 +278,7 @@ class DefaultMessageStore:
                     if index_only:
                         self._build_index(msg)
                     else:
-                        self._dispatch(msg, size, notify=False)
+                        self._dispatch(msg, size)
                     pos += size
                 else:
                     break
@@ -307,7 +310,7 @@ class DefaultMessageStore:
                 if not valid:
                     break
                 if msg is not None and not normal:
-                    self._dispatch(msg, size, notify=False)
+                    self._dispatch(msg, size)
                 pos = limit if msg is None else pos + size
             end_offset = mf.file_from_offset + pos
             if pos < limit:
@@ -427,7 +430,7 @@ class DefaultMessageStore:
         append = result.append_result
         if result.status is not _PUT_OK or append is None:
             return result
-        if not await self._flush_waiter(append.wrote_offset + append.wrote_bytes):
+        if not await self.flushed_to(append.wrote_offset + append.wrote_bytes):
             return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
         return result
 
@@ -452,16 +455,28 @@ class DefaultMessageStore:
     def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
-        coroutine on the path most sends take. The same steps as ``append_messages``."""
+        coroutine on the path most sends take. A run of one message, whose store fields it fills."""
+        result = self.append_run([run_entry(msg)], msg.born_host, msg.store_host)
+        append = result.append_result
+        if result.status is _PUT_OK and append is not None:
+            msg.store_timestamp = append.store_timestamp
+            msg.queue_offset = append.logics_offset
+            msg.commit_log_offset = append.wrote_offset
+        return result
+
+    def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> PutMessageResult:
+        """Messages in one go (``CommitLog.append_run``), each then queued, indexed and announced
+        to waiting pulls, with one result for them all: stored together or not at all. The same
+        steps as ``append_messages``."""
         if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return self._refused()
         try:
-            result = self.commit_log._append_one(msg)
+            result = self.commit_log.append_run(entries, born_host, store_host)
         except OSError as exc:
             return self._create_failed(exc)
         if result.status is not _APPENDED:
             return self._not_appended(result)
-        self._dispatch(msg, result.wrote_bytes, True)
+        self._dispatch_run(entries, result)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
@@ -479,21 +494,15 @@ class DefaultMessageStore:
         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
                                 "message size exceeded: body over maxMessageSize or topic over 127 bytes")
 
-    def _dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
+    def _dispatch(self, msg: MessageExtBrokerInner, size: int) -> None:
+        """Recovery's dispatch of one record found in the log (puts dispatch in ``_dispatch_run``)."""
         tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
         if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
-            queues = self.consume_queue_table.get(msg.topic)
-            cq = queues.get(msg.queue_id) if queues is not None else None
-            if cq is None:
-                cq = self.find_consume_queue(msg.topic, msg.queue_id)
             tags_code = msg.tags_code
             if msg.topic == SCHEDULE_TOPIC:
-                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
                 tags_code = msg.store_timestamp + self.delay_level_table.get(msg.queue_id + 1, 0)
-            cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
-            if notify and self.message_arriving_listener is not None:
-                self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
-                                               msg.store_timestamp, msg.properties_string)
+            self.find_consume_queue(msg.topic, msg.queue_id).put_message_position_info(
+                msg.commit_log_offset, size, tags_code, msg.queue_offset)
         if self._index_inline:
             self._build_index(msg)
 
@@ -518,6 +527,29 @@ class DefaultMessageStore:
             for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):
                 self._index_record(prefix, props, offset, result.store_timestamp)
 
+    def _dispatch_run(self, entries: Sequence[RunEntry], result: AppendMessageResult) -> None:
+        """``_dispatch`` for the records of a run."""
+        units = result.units
+        assert units is not None
+        store_ts = result.store_timestamp
+        listener = self.message_arriving_listener
+        table = self.consume_queue_table
+        for (topic, queue_id, _, _, props, tags_code, sys_flag, _, _, _), (offset, size, _), queue_offset in \
+                zip(entries, units, result.queue_offsets, strict=True):
+            tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
+            if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+                queues = table.get(topic)
+                cq = queues.get(queue_id) if queues is not None else None
+                if cq is None:
+                    cq = self.find_consume_queue(topic, queue_id)
+                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
+                cq.put_message_position_info(offset, size, tags_code if topic != SCHEDULE_TOPIC else
+                                             store_ts + self.delay_level_table.get(queue_id + 1, 0), queue_offset)
+                if listener is not None:
+                    listener(topic, queue_id, queue_offset + 1, tags_code, store_ts, props)
+            if self._index_inline and tran != TRANSACTION_ROLLBACK_TYPE:
+                self._index_record(f"{topic}#".encode(), props, offset, store_ts)
+
     def _build_index(self, msg: MessageExtBrokerInner) -> None:
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             self._index_record(f"{msg.topic}#".encode(), msg.properties_string.encode(), msg.commit_log_offset,
@@ -531,8 +563,10 @@ class DefaultMessageStore:
 
     # -- flushing ---------------------------------------------------------------------------
 
-    def _flush_waiter(self, offset: int) -> asyncio.Future[bool]:
-        """Group commit: every put waiting when a flush starts shares that one fsync.
+    def flushed_to(self, offset: int) -> asyncio.Future[bool]:
+        """True once the log is on disk up to ``offset``; False after syncFlushTimeout.
+
+        Group commit: every put waiting when a flush starts shares that one fsync.
 
         One watchdog timer serves all waiters (not a timer per put: at tens of thousands of
         synced puts a second, creating and cancelling those costs more than the puts)."""

@@ -125,7 +125,7 @@ async def test_sdk_shaped_sends_skip_the_typed_header_and_store_what_the_full_pa
         return read_v2(ext)
 
     monkeypatch.setattr(send, "_READ_V2", counted)
-    monkeypatch.setattr(processor, "_send_plain", lambda *args: None)
+    monkeypatch.setattr(processor, "process_requests", lambda *args: [])
     full = _stored(processor, _send(processor, SDK_FIELDS))
     assert len(reads) == 1
     monkeypatch.undo()
