@@ -158,6 +158,7 @@ class DefaultMessageStore:
         self._flush_watchdog: asyncio.TimerHandle | None = None
         self._flushes: set[asyncio.Future[int]] = set()
         self._flushing_to = 0
+        self._group_flushed_to = 0  # the end of the last group flush that completed
         self._last_flush = time.monotonic()
 
     # -- paths ------------------------------------------------------------------------------
@@ -572,6 +573,9 @@ class DefaultMessageStore:
         synced puts a second, creating and cancelling those costs more than the puts)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
+        if offset <= self._group_flushed_to:  # asked after the flush that covers it ended
+            fut.set_result(True)
+            return fut
         timeout = self.config.syncFlushTimeout / 1000
         self._flush_waiters.append((offset, fut, loop.time() + timeout))
         if self._flush_watchdog is None:
@@ -604,6 +608,7 @@ class DefaultMessageStore:
             log.error("group commit flush failed: %s", "cancelled" if fut.cancelled() else fut.exception())
             return  # its waiters time out with FLUSH_DISK_TIMEOUT
         self._after_commit_log_flush(store_timestamp)
+        self._group_flushed_to = max(self._group_flushed_to, target)
         still = []
         for waiter in self._flush_waiters:
             if waiter[0] <= target:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.codes import ResponseCode
+from remoting.codes import ResponseCode, SerializeType
 from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.frame import encode_frame
 from remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
 
 
@@ -103,3 +105,97 @@ async def test_a_rejecting_processor_is_asked_and_a_wrapped_row_dispatches_to_it
     table.wrap_processors(lambda code, p: _Tagging(p))
     table.dispatch(conn, RemotingCommand.request(1))  # type: ignore[arg-type]
     assert conn.written[-1].remark == "wrapped inline"
+
+
+class _Runs(RequestProcessor):
+    """Takes the leading requests of a run without a "single" field, in one call each run."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[int]] = []
+        self.singles: list[int] = []
+        self.explode = False
+
+    def process_request(self, conn: object, request: RemotingCommand) -> ProcessorResult:  # type: ignore[override]
+        self.singles.append(request.opaque)
+        return request.response(ResponseCode.SUCCESS, "single")
+
+    def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[ProcessorResult]:
+        if self.explode:
+            raise RuntimeError("run exploded")
+        taken = []
+        for request in requests:
+            if request.ext_fields and "single" in request.ext_fields:
+                break
+            taken.append(request)
+        self.runs.append([r.opaque for r in taken])
+        return [r.response(ResponseCode.SUCCESS, "run") for r in taken]
+
+
+async def test_runs_of_one_code_go_to_process_requests_and_the_rest_singly_in_order() -> None:
+    table = ProcessorTable()
+    runs = _Runs()
+    table.register(5, runs)
+    table.register(1, _sync)  # type: ignore[arg-type]
+    conn = _Conn()
+    requests = [RemotingCommand.request(5), RemotingCommand.request(5),  # a run of two
+                RemotingCommand.request(5, {"single": "1"}),              # left alone: dispatched singly
+                RemotingCommand.request(5), RemotingCommand.request(5),  # the rest of that run, offered again
+                RemotingCommand.request(1),                               # another code ends the run
+                RemotingCommand.request(5),                               # a run of one: plain dispatch
+                RemotingCommand.request(1),
+                RemotingCommand.request(5).mark_oneway(), RemotingCommand.request(5)]
+    table.dispatch_all(conn, requests)  # type: ignore[arg-type]
+    op = [r.opaque for r in requests]
+    assert runs.runs == [[op[0], op[1]], [], [op[3], op[4]], [op[8], op[9]]]
+    assert runs.singles == [op[2], op[6]]
+    # Every two-way request answered once, in arrival order; the oneway one not at all.
+    assert [c.opaque for c in conn.written] == op[:8] + op[9:]
+    assert [c.remark for c in conn.written] == ["run", "run", "single", "run", "run", "inline", "single", "inline",
+                                                "run"]
+
+
+async def test_a_run_whose_processor_raises_is_answered_system_error_whole() -> None:
+    table = ProcessorTable()
+    runs = _Runs()
+    runs.explode = True
+    table.register(5, runs)
+    conn = _Conn()
+    requests = [RemotingCommand.request(5) for _ in range(3)]
+    table.dispatch_all(conn, requests)  # type: ignore[arg-type]
+    assert [(c.opaque, c.code) for c in conn.written] == [(r.opaque, ResponseCode.SYSTEM_ERROR) for r in requests]
+    assert "run exploded" in (conn.written[0].remark or "")
+
+
+async def test_a_read_mixing_requests_and_responses_is_handled_in_arrival_order() -> None:
+    """Runs end where a response comes: a request after it sees that response already taken."""
+    table = ProcessorTable()
+    seen: list[tuple[int, bool]] = []
+    call: asyncio.Future[RemotingCommand] | None = None
+
+    class _Recording(RequestProcessor):
+        def process_request(self, conn: object, request: RemotingCommand) -> ProcessorResult:  # type: ignore[override]
+            return self.process_requests(conn, [request])[0]
+
+        def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[ProcessorResult]:
+            assert call is not None
+            seen.extend((r.opaque, call.done()) for r in requests)
+            return [r.response(ResponseCode.SUCCESS) for r in requests]
+
+    table.register(5, _Recording())
+    conn = RemotingConnection(table)
+
+    class _Transport:
+        def write(self, data: bytes) -> None: ...
+        def get_extra_info(self, name: str) -> tuple[str, int]: return ("127.0.0.1", 1)
+        def is_closing(self) -> bool: return False
+
+    conn.connection_made(_Transport())  # type: ignore[arg-type]
+    outgoing = RemotingCommand.request(9)
+    call = conn.invoke(outgoing, 5)
+    before = [RemotingCommand.request(5, serialize_type=SerializeType.MSGPACK) for _ in range(2)]
+    after = [RemotingCommand.request(5, serialize_type=SerializeType.MSGPACK) for _ in range(2)]
+    response = outgoing.response(ResponseCode.SUCCESS)
+    response.serialize_type = SerializeType.MSGPACK
+    conn.data_received(b"".join(encode_frame(c) for c in (*before, response, *after)))
+    assert seen == [(r.opaque, False) for r in before] + [(r.opaque, True) for r in after]
+    assert (await call).code == ResponseCode.SUCCESS

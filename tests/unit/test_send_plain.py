@@ -3,6 +3,8 @@ store must be what the full path (typed header, parsed properties) stores."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,11 +16,15 @@ from broker.config import BrokerConfig
 from broker.processors.send import SendMessageProcessor, _plain_properties
 from broker.stats import BrokerStats
 from broker.topic_config_manager import TopicConfigManager
-from remoting.codes import RequestCode, ResponseCode
+from remoting.codes import RequestCode, ResponseCode, SerializeType
 from remoting.command import RemotingCommand
+from remoting.connection import RemotingConnection
+from remoting.frame import FrameDecoder, encode_frame
 from remoting.header import HeaderError
+from remoting.processor import ProcessorTable
 from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
 from remoting.protocol.topic import TopicConfig
+from store.config import FlushDiskType
 from store.message_store import DefaultMessageStore
 from tests.store_helpers import STORE_HOST, small_config
 
@@ -81,9 +87,9 @@ class _Conn:
     remote_addr = "10.0.0.7:5555"
 
 
-@pytest.fixture
-async def processor(tmp_path: Any) -> AsyncIterator[SendMessageProcessor]:
-    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False))
+@contextlib.asynccontextmanager
+async def _processor(tmp_path: Any, **store_config: object) -> AsyncIterator[SendMessageProcessor]:
+    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False, **store_config))
     await store.load()
     await store.start()
     topics = TopicConfigManager(str(tmp_path))
@@ -93,6 +99,12 @@ async def processor(tmp_path: Any) -> AsyncIterator[SendMessageProcessor]:
                                            stats=BrokerStats()))
     finally:
         await store.shutdown()
+
+
+@pytest.fixture
+async def processor(tmp_path: Any) -> AsyncIterator[SendMessageProcessor]:
+    async with _processor(tmp_path) as processor:
+        yield processor
 
 
 # As Java's producer and our SDK send it: reconsume times, unit mode and the batch flag always.
@@ -160,3 +172,104 @@ async def test_a_malformed_field_is_named_by_the_full_path(processor: SendMessag
     # The processor table answers a HeaderError as SYSTEM_ERROR with this remark.
     with pytest.raises(HeaderError, match="<j> is not a valid int"):
         _send(processor, {**SDK_FIELDS, "j": ""})
+
+
+class _Transport:
+    """A connection's transport that keeps what is written."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def get_extra_info(self, name: str) -> tuple[str, int]:
+        return ("10.0.0.7", 5555)
+
+    def is_closing(self) -> bool:
+        return False
+
+
+def _frame(ext: dict[str, str], body: bytes = b"body") -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(ext), body, serialize_type=SerializeType.MSGPACK)
+
+
+async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
+        processor: SendMessageProcessor, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = ProcessorTable()
+    for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        table.register(code, processor)
+    conn = RemotingConnection(table)
+    transport = _Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    conn.data_received(encode_frame(_frame(SDK_FIELDS, b"first")))  # validates the topic's name
+    processor.broker.message_store.config.maxMessageSize = 1024
+    requests = [
+        _frame({**SDK_FIELDS, "e": "1"}, b"m0"),
+        _frame({**SDK_FIELDS, "e": "1"}, b"m1"),
+        _frame({**SDK_FIELDS, "e": "1", "l": "3"}, b"m2"),    # full path, stored
+        _frame({**SDK_FIELDS, "e": "1"}, b"x" * 2000),        # full path, refused: too large
+        _frame({**SDK_FIELDS, "e": "2"}, b"m4"),
+        _frame({**SDK_FIELDS, "e": "1", "i": "TAGS\x01b"}, b"m5"),
+    ]
+    reads: list[dict[str, str]] = []
+    read_v2 = send._READ_V2
+    monkeypatch.setattr(send, "_READ_V2", lambda ext: reads.append(ext) or read_v2(ext))
+    transport.data.clear()
+    conn.data_received(b"".join(encode_frame(r) for r in requests))
+    conn.flush()
+    assert len(reads) == 2, "only the two unusual sends took the full path"
+    answers = FrameDecoder().feed(bytes(transport.data))
+    assert [a.opaque for a in answers] == [r.opaque for r in requests]
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3 + [ResponseCode.MESSAGE_ILLEGAL] + \
+        [ResponseCode.SUCCESS] * 2
+    stored = [(a, _stored(processor, a)) for a in answers if a.code == ResponseCode.SUCCESS]
+    assert [m.body for _, m in stored] == [b"m0", b"m1", b"m2", b"m4", b"m5"]
+    offsets = [m.commit_log_offset for _, m in stored]
+    assert offsets == sorted(offsets), "stored in the order they arrived"
+    assert [(m.queue_id, m.queue_offset) for _, m in stored] == [(1, 1), (1, 2), (1, 3), (2, 0), (1, 4)]
+    for answer, message in stored:
+        ext = answer.ext_fields or {}
+        assert (ext["queueId"], ext["queueOffset"]) == (str(message.queue_id), str(message.queue_offset))
+    assert stored[-1][1].properties == {"TAGS": "b", "CLUSTER": "C1"}
+    assert processor.broker.message_store.get_max_offset_in_queue("T", 1) == 5
+
+
+async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with _processor(tmp_path, flushDiskType=FlushDiskType.SYNC_FLUSH) as processor:
+        store = processor.broker.message_store
+        first = await _answer(processor.process_request(_Conn(), _frame(SDK_FIELDS)))  # type: ignore[arg-type]
+        assert first.code == ResponseCode.SUCCESS  # the topic's first send, which validates its name
+        no_wait = {**SDK_FIELDS, "i": "TAGS\x01a\x02WAIT\x01false"}
+        results = processor.process_requests(_Conn(), [_frame(SDK_FIELDS), _frame(no_wait),  # type: ignore[arg-type]
+                                                        _frame(SDK_FIELDS)])
+        assert isinstance(results[1], RemotingCommand), "WAIT=false is answered without waiting"
+        assert not isinstance(results[0], RemotingCommand) and not isinstance(results[2], RemotingCommand)
+        answers = [await _answer(r) for r in results]
+        assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3
+        assert store.commit_log.queue.flushed_where >= store.commit_log.max_offset
+
+        def never(offset: int) -> asyncio.Future[bool]:
+            future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            future.set_result(False)
+            return future
+
+        monkeypatch.setattr(store, "flushed_to", never)
+        (late,) = processor.process_requests(_Conn(), [_frame(SDK_FIELDS)])  # type: ignore[arg-type]
+        answer = await _answer(late)
+        assert answer.code == ResponseCode.FLUSH_DISK_TIMEOUT
+        assert _stored_anyway(processor, answer).body == b"body", "stored, only not flushed in time"
+
+
+async def _answer(result: Any) -> RemotingCommand:
+    answer = result if isinstance(result, RemotingCommand) else await result
+    assert isinstance(answer, RemotingCommand)
+    return answer
+
+
+def _stored_anyway(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
+    _, offset = decode_offset_msg_id((response.ext_fields or {})["msgId"])
+    data = processor.broker.message_store.look_message_by_offset(offset)
+    assert data is not None
+    return decode_record(data)

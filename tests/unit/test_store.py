@@ -18,6 +18,7 @@ from remoting.protocol.message import (
     decode_record,
     tags_string_to_tags_code,
 )
+from store.commit_log import MessageExtBrokerInner, RunEntry, run_entry
 from store.config import FlushDiskType
 from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, batch, message, small_config
@@ -334,6 +335,51 @@ async def test_bad_puts_are_refused_without_change(store: DefaultMessageStore) -
     big_props = await store.put_message(message("B", b"x", extra={"p": "v" * 33000}))
     assert big_props.status == PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
     assert store.commit_log.max_offset == 0
+
+
+def _run(*msgs: MessageExtBrokerInner) -> list[RunEntry]:
+    return [run_entry(m) for m in msgs]
+
+
+async def test_a_run_is_stored_in_order_queued_and_read_back_like_single_puts(store: DefaultMessageStore) -> None:
+    msgs = [message("R", f"run-{i}".encode(), queue_id=i % 2, tags=f"t{i}") for i in range(5)]
+    single = await store.put_message(message("R", b"first", queue_id=1))
+    result = store.append_run(_run(*msgs), msgs[0].born_host, STORE_HOST)
+    append = result.append_result
+    assert result.status == PutMessageStatus.PUT_OK and append is not None
+    assert append.msg_num == 5 and append.queue_offsets == [0, 1, 1, 2, 2]
+    assert append.offsets == sorted(append.offsets) and append.offsets[0] == store.commit_log.max_offset - \
+        append.wrote_bytes
+    assert single.append_result is not None and append.offsets[0] > single.append_result.wrote_offset
+    for queue_id, bodies in ((0, [b"run-0", b"run-2", b"run-4"]), (1, [b"first", b"run-1", b"run-3"])):
+        got = store.get_message("g", "R", queue_id, 0, 32)
+        records = [independent_decode(b) for b in got.buffers]
+        assert [r["body"] for r in records] == bodies
+        assert [r["queueOffset"] for r in records] == list(range(3))
+        # One store time for the run; each record's own tag hash, as its consume queue unit holds.
+        run_records = [r for r in records if r["body"] != b"first"]
+        assert {r["storeTimestamp"] for r in run_records} == {append.store_timestamp}
+    tagged = store.get_message("g", "R", 0, 0, 32, MessageFilter({tags_string_to_tags_code("t2")}))
+    assert [independent_decode(b)["body"] for b in tagged.buffers] == [b"run-2"]
+
+
+async def test_a_run_that_does_not_fit_goes_whole_to_the_next_file_and_one_too_large_is_refused(
+        store: DefaultMessageStore) -> None:
+    file_size = store.config.mappedFileSizeCommitLog
+    while store.commit_log.max_offset < file_size - 3000:
+        assert (await store.put_message(message("F", os.urandom(1000)))).ok
+    before = store.commit_log.max_offset
+    msgs = [message("F", os.urandom(1000)) for _ in range(3)]
+    result = store.append_run(_run(*msgs), msgs[0].born_host, STORE_HOST)
+    assert result.status == PutMessageStatus.PUT_OK and result.append_result is not None
+    assert result.append_result.offsets[0] == file_size, "the run starts the next file; the last one ends blank"
+    tail = store.commit_log.get_data(before, 8)
+    assert tail is not None and struct.unpack(">ii", tail)[1] == BLANK_MAGIC_CODE
+    after, queued = store.commit_log.max_offset, store.get_max_offset_in_queue("F", 0)
+    too_large = _run(*(message("F", os.urandom(20_000)) for _ in range(4)))  # 80 KB: no file holds it
+    refused = store.append_run(too_large, msgs[0].born_host, STORE_HOST)
+    assert refused.status == PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.commit_log.max_offset == after and store.get_max_offset_in_queue("F", 0) == queued
 
 
 async def test_sync_flush_group_commit(tmp_path: str) -> None:
