@@ -134,7 +134,7 @@ class ProcessorTable:
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        if not self._admitted(row, conn, request):
+        if (row.rejects is not None or row.in_flight >= row.limit) and not self._admitted(row, conn, request):
             return
         try:
             result = row.call(conn, request)

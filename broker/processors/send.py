@@ -259,8 +259,9 @@ class SendMessageProcessor(RequestProcessor):
                                   broker.store_host)
         append = result.append_result
         if result.status is not _PUT_OK or append is None:
-            return [self._response(request, result, entry[1])
-                    for request, entry in zip(requests, entries, strict=False)]
+            # Nothing was stored. A run is refused whole (one too large for a file, a full disk):
+            # its sends are then stored one by one, and each answered for itself.
+            return [] if len(entries) > 1 else [self._response(requests[0], result, entries[0][1])]
         stats = broker.stats
         stats.put_messages += append.msg_num
         stats.put_bytes += append.wrote_bytes

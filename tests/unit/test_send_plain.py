@@ -194,15 +194,23 @@ def _frame(ext: dict[str, str], body: bytes = b"body") -> RemotingCommand:
     return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(ext), body, serialize_type=SerializeType.MSGPACK)
 
 
-async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
-        processor: SendMessageProcessor, monkeypatch: pytest.MonkeyPatch) -> None:
+def _connection(processor: SendMessageProcessor) -> tuple[RemotingConnection, _Transport]:
+    """A connection dispatching to ``processor``, after a first send that validated the topic."""
     table = ProcessorTable()
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
         table.register(code, processor)
     conn = RemotingConnection(table)
     transport = _Transport()
     conn.connection_made(transport)  # type: ignore[arg-type]
-    conn.data_received(encode_frame(_frame(SDK_FIELDS, b"first")))  # validates the topic's name
+    conn.data_received(encode_frame(_frame(SDK_FIELDS, b"first")))
+    conn.flush()
+    transport.data.clear()
+    return conn, transport
+
+
+async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
+        processor: SendMessageProcessor, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn, transport = _connection(processor)
     processor.broker.message_store.config.maxMessageSize = 1024
     requests = [
         _frame({**SDK_FIELDS, "e": "1"}, b"m0"),
@@ -215,7 +223,6 @@ async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
     reads: list[dict[str, str]] = []
     read_v2 = send._READ_V2
     monkeypatch.setattr(send, "_READ_V2", lambda ext: reads.append(ext) or read_v2(ext))
-    transport.data.clear()
     conn.data_received(b"".join(encode_frame(r) for r in requests))
     conn.flush()
     assert len(reads) == 2, "only the two unusual sends took the full path"
@@ -233,6 +240,20 @@ async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
         assert (ext["queueId"], ext["queueOffset"]) == (str(message.queue_id), str(message.queue_offset))
     assert stored[-1][1].properties == {"TAGS": "b", "CLUSTER": "C1"}
     assert processor.broker.message_store.get_max_offset_in_queue("T", 1) == 5
+
+
+async def test_sends_that_fit_a_file_only_apart_are_stored_one_by_one(processor: SendMessageProcessor) -> None:
+    conn, transport = _connection(processor)
+    file_size = processor.broker.message_store.config.mappedFileSizeCommitLog
+    bodies = [bytes([i]) * (file_size // 3) for i in range(4)]  # any two fill most of a file
+    requests = [_frame(SDK_FIELDS, body) for body in bodies]
+    conn.data_received(b"".join(encode_frame(r) for r in requests))
+    conn.flush()
+    answers = FrameDecoder().feed(bytes(transport.data))
+    assert [(a.opaque, a.code) for a in answers] == [(r.opaque, ResponseCode.SUCCESS) for r in requests]
+    stored = [_stored(processor, a) for a in answers]
+    assert [m.body for m in stored] == bodies
+    assert [m.queue_offset for m in stored] == [1, 2, 3, 4]
 
 
 async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
