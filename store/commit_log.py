@@ -111,12 +111,6 @@ def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageEx
 RunEntry = tuple[str, int, bytes, int, bytes, int, int, int, int, int]
 
 
-def run_entry(msg: MessageExtBrokerInner) -> RunEntry:
-    """A message as ``CommitLog.append_run`` takes it."""
-    return (msg.topic, msg.queue_id, msg.body, msg.flag, msg.properties_string.encode(), msg.tags_code, msg.sys_flag,
-            msg.born_timestamp, msg.reconsume_times, msg.prepared_transaction_offset)
-
-
 _HOST_HEX: dict[bytes, str] = {}
 
 
@@ -317,7 +311,6 @@ class CommitLog:
         fixed = 74 + len(born) + len(store)
         max_body = self.config.maxMessageSize
         topics = self._topic_cache
-        topic_bytes: list[bytes] = []
         total = 0
         for entry in entries:
             topic = topics.get(entry[0]) or self._topic(entry[0])
@@ -325,7 +318,6 @@ class CommitLog:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if len(entry[4]) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-            topic_bytes.append(topic)
             total += fixed + len(topic) + len(entry[2]) + len(entry[4])
         file_size = self.queue.file_size
         if total + END_FILE_MIN_BLANK_LENGTH > file_size:
@@ -349,8 +341,9 @@ class CommitLog:
         units = []
         offsets = []
         queue_offsets = []
-        for (topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared), topic in \
-                zip(entries, topic_bytes, strict=True):
+        for topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared in entries:
+            # Cached by the first pass (or, past the cache's bound, made again).
+            topic = topics.get(topic_name) or self._topic(topic_name)
             if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
                 key = (topic_name, queue_id)
                 queue_offset = table.get(key, 0)
@@ -370,6 +363,58 @@ class CommitLog:
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, first, total, store_ts, queue_offsets[0], len(units), store, offsets,
                                    units, queue_offsets)
+
+    def append_message(self, msg: MessageExtBrokerInner) -> AppendMessageResult:
+        """``append_run`` for one message, which it fills with its store fields: the same record
+        without a run's lists (the store's single puts, and every put the broker makes itself)."""
+        topic_key = msg.topic
+        topic = self._topic_cache.get(topic_key) or self._topic(topic_key)
+        props = msg.properties_string.encode()
+        body = msg.body
+        if topic is None or len(body) > self.config.maxMessageSize:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        hosts = self._host_cache
+        born = hosts.get(msg.born_host) or self._host(msg.born_host)
+        store = hosts.get(msg.store_host) or self._host(msg.store_host)
+        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
+        size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
+        file_size = self.queue.file_size
+        files = self.queue.files
+        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
+        pos = mf.wrote_position
+        if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
+            if size + END_FILE_MIN_BLANK_LENGTH > file_size:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+            if pos < file_size:
+                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                mf.wrote_position = file_size
+            mf = self.queue.get_last_mapped_file(0)
+            pos = mf.wrote_position
+        if pos + size > mf.warm_mark:
+            self.warmer.request(mf, pos + size)
+        store_ts = int(time.time() * 1000)
+        offset = mf.file_from_offset + pos
+        sys_flag = msg.sys_flag
+        if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
+            key = (topic_key, msg.queue_id)
+            table = self.topic_queue_table
+            queue_offset = table.get(key, 0)
+            table[key] = queue_offset + 1
+        else:
+            queue_offset = 0
+        mf.mm[pos:pos + size] = b"".join((
+            head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
+                      offset, sys_flag | host_flags, msg.born_timestamp, born, store_ts, store, msg.reconsume_times,
+                      msg.prepared_transaction_offset, len(body)),
+            body, topic, _I16.pack(len(props)), props))
+        mf.wrote_position = pos + size
+        msg.store_timestamp = store_ts
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = offset
+        self.last_store_timestamp = store_ts
+        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, store, (offset,))
 
     # -- reads ------------------------------------------------------------------------------
 

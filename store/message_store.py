@@ -34,7 +34,6 @@ from store.commit_log import (
     MessageExtBatch,
     MessageExtBrokerInner,
     RunEntry,
-    run_entry,
 )
 from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
@@ -279,7 +278,7 @@ class DefaultMessageStore:
                     if index_only:
                         self._build_index(msg)
                     else:
-                        self._dispatch(msg, size)
+                        self._dispatch(msg, size, notify=False)
                     pos += size
                 else:
                     break
@@ -311,7 +310,7 @@ class DefaultMessageStore:
                 if not valid:
                     break
                 if msg is not None and not normal:
-                    self._dispatch(msg, size)
+                    self._dispatch(msg, size, notify=False)
                 pos = limit if msg is None else pos + size
             end_offset = mf.file_from_offset + pos
             if pos < limit:
@@ -456,14 +455,19 @@ class DefaultMessageStore:
     def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
-        coroutine on the path most sends take. A run of one message, whose store fields it fills."""
-        result = self.append_run([run_entry(msg)], msg.born_host, msg.store_host)
-        append = result.append_result
-        if result.status is _PUT_OK and append is not None:
-            msg.store_timestamp = append.store_timestamp
-            msg.queue_offset = append.logics_offset
-            msg.commit_log_offset = append.wrote_offset
-        return result
+        coroutine on the path most sends take. The same steps as ``append_run``."""
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
+            return self._refused()
+        try:
+            result = self.commit_log.append_message(msg)
+        except OSError as exc:
+            return self._create_failed(exc)
+        if result.status is not _APPENDED:
+            return self._not_appended(result)
+        self._dispatch(msg, result.wrote_bytes, True)
+        if self.index_dispatch is not None:
+            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
+        return PutMessageResult(_PUT_OK, result)
 
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> PutMessageResult:
         """Messages in one go (``CommitLog.append_run``), each then queued, indexed and announced
@@ -495,15 +499,23 @@ class DefaultMessageStore:
         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
                                 "message size exceeded: body over maxMessageSize or topic over 127 bytes")
 
-    def _dispatch(self, msg: MessageExtBrokerInner, size: int) -> None:
-        """Recovery's dispatch of one record found in the log (puts dispatch in ``_dispatch_run``)."""
+    def _dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
+        """One record's queue unit and index keys; ``notify``: a put's (not recovery's), which
+        may wake a held pull."""
         tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
         if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+            queues = self.consume_queue_table.get(msg.topic)
+            cq = queues.get(msg.queue_id) if queues is not None else None
+            if cq is None:
+                cq = self.find_consume_queue(msg.topic, msg.queue_id)
             tags_code = msg.tags_code
             if msg.topic == SCHEDULE_TOPIC:
+                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
                 tags_code = msg.store_timestamp + self.delay_level_table.get(msg.queue_id + 1, 0)
-            self.find_consume_queue(msg.topic, msg.queue_id).put_message_position_info(
-                msg.commit_log_offset, size, tags_code, msg.queue_offset)
+            cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
+            if notify and self.message_arriving_listener is not None:
+                self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
+                                               msg.store_timestamp, msg.properties_string)
         if self._index_inline:
             self._build_index(msg)
 

@@ -16,16 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from store.commit_log import COMMIT_LOG_NO_READAHEAD, AppendMessageResult, CommitLog, MessageExtBrokerInner, run_entry
+from store.commit_log import COMMIT_LOG_NO_READAHEAD, CommitLog
 from store.config import FlushDiskType, MessageStoreConfig
 from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from store.mapped_file import MappedFile
 from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE
 from tests.store_helpers import message
-
-
-def _append(log: CommitLog, msg: MessageExtBrokerInner) -> AppendMessageResult:
-    return log.append_run([run_entry(msg)], msg.born_host, msg.store_host)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise populate is Linux's")
 
@@ -74,7 +70,7 @@ def warm_log(tmp_path: object) -> Iterator[CommitLog]:
 
 def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log: CommitLog) -> None:
     assert warm_log.warmer.advice == MADV_POPULATE_WRITE
-    _append(warm_log, message("T", b"x" * 100))
+    warm_log.append_message(message("T", b"x" * 100))
     mf = warm_log.queue.files[-1]
     assert wait_resident(mf, 0, AHEAD) == AHEAD // PAGE
     # A sparse file's far tail stays out of memory: the window is populated, not the file (the
@@ -87,9 +83,9 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
 
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
     body = bytes(range(256)) * 256
-    results = [_append(warm_log, message("T", body))]
+    results = [warm_log.append_message(message("T", body))]
     while warm_log.queue.files[-1].wrote_position < 5 * MiB:
-        results.append(_append(warm_log, message("T", body)))
+        results.append(warm_log.append_message(message("T", body)))
     mf = warm_log.queue.files[-1]
     end = mf.wrote_position
     assert mf.warm_requested >= end + MiB
@@ -109,7 +105,7 @@ def test_sync_flush_populates_without_dirtying(tmp_path: object) -> None:
 def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
     log = commit_log(tmp_path, warmAheadCommitLog=0)
     try:
-        _append(log, message("T", b"z" * 100))
+        log.append_message(message("T", b"z" * 100))
         mf = log.queue.files[-1]
         assert mf.warm_mark == FILE_SIZE  # not asked again for this file
         assert log.warmer.populated == 0 and log.warmer._thread is None
@@ -118,7 +114,7 @@ def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
 
 
 def test_a_file_closed_under_the_warmer_is_left_alone(warm_log: CommitLog) -> None:
-    _append(warm_log, message("T", b"w" * 100))
+    warm_log.append_message(message("T", b"w" * 100))
     mf = warm_log.queue.files[-1]
     mf.close()
     assert mf.address() is None
@@ -141,7 +137,7 @@ def test_a_new_consume_queue_file_is_not_read_ahead(tmp_path: object) -> None:
 
 def test_a_new_commit_log_file_head_is_not_read_ahead_past_the_warmer(warm_log: CommitLog) -> None:
     warm_log.warmer.ahead = 2 * MiB  # narrower than the no-readahead head
-    _append(warm_log, message("T", b"h" * 100))
+    warm_log.append_message(message("T", b"h" * 100))
     mf = warm_log.queue.files[-1]
     assert wait_resident(mf, 0, 2 * MiB) == 2 * MiB // PAGE
     assert resident_pages(mf, 4 * MiB, COMMIT_LOG_NO_READAHEAD) == 0

@@ -18,7 +18,7 @@ from remoting.protocol.message import (
     decode_record,
     tags_string_to_tags_code,
 )
-from store.commit_log import MessageExtBrokerInner, RunEntry, run_entry
+from store.commit_log import MessageExtBrokerInner, RunEntry
 from store.config import FlushDiskType
 from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, batch, message, small_config
@@ -338,7 +338,8 @@ async def test_bad_puts_are_refused_without_change(store: DefaultMessageStore) -
 
 
 def _run(*msgs: MessageExtBrokerInner) -> list[RunEntry]:
-    return [run_entry(m) for m in msgs]
+    return [(m.topic, m.queue_id, m.body, m.flag, m.properties_string.encode(), m.tags_code, m.sys_flag,
+             m.born_timestamp, m.reconsume_times, m.prepared_transaction_offset) for m in msgs]
 
 
 async def test_a_run_is_stored_in_order_queued_and_read_back_like_single_puts(store: DefaultMessageStore) -> None:
