@@ -33,7 +33,7 @@ from remoting.protocol.message import (
     tags_string_to_tags_code,
 )
 from store.config import FlushDiskType, MessageStoreConfig
-from store.mapped_file import MappedFileQueue
+from store.mapped_file import MappedFile, MappedFileQueue
 from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 
 log = logging.getLogger("rocketmq.store")
@@ -295,6 +295,26 @@ class CommitLog:
             queue_offset += step
         return parts, units, offset - base
 
+    def _place(self, size: int) -> tuple[MappedFile, int] | None:
+        """Where ``size`` bytes of records go: the current file, or the next one when they do not
+        fit with 8 bytes to spare (the current one then ends with a BLANK record); None when no
+        file could hold them."""
+        file_size = self.queue.file_size
+        if size + END_FILE_MIN_BLANK_LENGTH > file_size:
+            return None
+        files = self.queue.files
+        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
+        pos = mf.wrote_position
+        if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
+            if pos < file_size:
+                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+                mf.wrote_position = file_size
+            mf = self.queue.get_last_mapped_file(0)
+            pos = mf.wrote_position
+        if pos + size > mf.warm_mark:
+            self.warmer.request(mf, pos + size)
+        return mf, pos
+
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> AppendMessageResult:
         """Append messages as consecutive records of one file: one store time, one clock read and
         one copy into the mapping for them all. The broker hands it the plain sends of one read
@@ -319,20 +339,10 @@ class CommitLog:
             if len(entry[4]) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             total += fixed + len(topic) + len(entry[2]) + len(entry[4])
-        file_size = self.queue.file_size
-        if total + END_FILE_MIN_BLANK_LENGTH > file_size:
+        place = self._place(total)
+        if place is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        files = self.queue.files
-        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
-        pos = mf.wrote_position
-        if pos + total + END_FILE_MIN_BLANK_LENGTH > file_size:
-            if pos < file_size:
-                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
-                mf.wrote_position = file_size
-            mf = self.queue.get_last_mapped_file(0)
-            pos = mf.wrote_position
-        if pos + total > mf.warm_mark:
-            self.warmer.request(mf, pos + total)
+        mf, pos = place
         store_ts = int(time.time() * 1000)
         first = offset = mf.file_from_offset + pos
         table = self.topic_queue_table
@@ -380,20 +390,10 @@ class CommitLog:
         store = hosts.get(msg.store_host) or self._host(msg.store_host)
         head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
         size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
-        file_size = self.queue.file_size
-        files = self.queue.files
-        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
-        pos = mf.wrote_position
-        if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
-            if size + END_FILE_MIN_BLANK_LENGTH > file_size:
-                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-            if pos < file_size:
-                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
-                mf.wrote_position = file_size
-            mf = self.queue.get_last_mapped_file(0)
-            pos = mf.wrote_position
-        if pos + size > mf.warm_mark:
-            self.warmer.request(mf, pos + size)
+        place = self._place(size)
+        if place is None:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        mf, pos = place
         store_ts = int(time.time() * 1000)
         offset = mf.file_from_offset + pos
         sys_flag = msg.sys_flag
