@@ -139,3 +139,26 @@ def test_log_file_rotates(tmp_path: str) -> None:
     finally:
         reset_logging()
         logging.getLogger().setLevel(level)
+
+
+def test_timed_processor_keeps_a_processors_runs_and_observes_each_request() -> None:
+    registry = CollectorRegistry()
+    seen: list[int] = []
+
+    class _Runs(RequestProcessor):
+        def process_request(self, conn: object, request: RemotingCommand) -> RemotingCommand:  # type: ignore[override]
+            return request.response(ResponseCode.SUCCESS)
+
+        def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[RemotingCommand]:
+            return [r.response(ResponseCode.SUCCESS) for r in requests[:2]]
+
+    histogram = request_latency_histogram(registry, "t")
+    timed = TimedProcessor(_Runs(), histogram, int(RequestCode.SEND_MESSAGE_V2),
+                           lambda req, resp: seen.append(req.opaque))
+    requests = [RemotingCommand.request(RequestCode.SEND_MESSAGE_V2) for _ in range(3)]
+    results = timed.process_requests(None, requests)  # type: ignore[arg-type]
+    assert [r.opaque for r in results] == [r.opaque for r in requests[:2]] == seen
+    assert registry.get_sample_value("t_request_latency_seconds_count",
+                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 2
+    plain = TimedProcessor(_Echo(), histogram, int(RequestCode.SEND_MESSAGE_V2))
+    assert getattr(plain, "process_requests", None) is None, "no runs for a processor that takes none"
