@@ -414,7 +414,8 @@ class CommitLog:
         msg.queue_offset = queue_offset
         msg.commit_log_offset = offset
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, store, (offset,))
+        return AppendMessageResult(_PUT_OK, offset, size, store_ts, queue_offset, 1, store, (offset,),
+                                   queue_offsets=(queue_offset,))
 
     # -- reads ------------------------------------------------------------------------------
 
