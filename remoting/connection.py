@@ -155,9 +155,21 @@ class RemotingConnection(asyncio.Protocol):
                 self._events.on_exception(self, exc)
             self.abort(f"malformed frame: {exc}")
             return
+        if len(commands) == 1 and not commands[0].flag & RPC_TYPE_RESPONSE:
+            self._processors.dispatch(self, commands[0])  # one request in flight: the common read
+        else:
+            self._handle(commands)
+        if self._wbuf:
+            # Answers produced inline (most requests) leave now rather than one loop turn
+            # later: at one request in flight that turn is a good part of the round trip.
+            self._flush()
+        if poller is not None:
+            poller.end()
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
+        """Requests go to the processors a run at a time (a read of pipelined sends is stored in
+        one write), each run ending where a response comes, so the order of the two holds."""
         pending = self._pending
-        # Requests go to the processors a run at a time (a read of pipelined sends is stored in
-        # one write), each run ending where a response comes, so the order of the two holds.
         requests: list[RemotingCommand] = []
         for cmd in commands:
             if cmd.flag & RPC_TYPE_RESPONSE:
@@ -172,16 +184,7 @@ class RemotingConnection(asyncio.Protocol):
             else:
                 requests.append(cmd)
         if requests:
-            if len(requests) == 1:
-                self._processors.dispatch(self, requests[0])
-            else:
-                self._processors.dispatch_all(self, requests)
-        if self._wbuf:
-            # Answers produced inline (most requests) leave now rather than one loop turn
-            # later: at one request in flight that turn is a good part of the round trip.
-            self._flush()
-        if poller is not None:
-            poller.end()
+            self._processors.dispatch_all(self, requests)
 
     def connection_lost(self, exc: Exception | None) -> None:
         reason = self._close_reason if exc is None else f"{self._close_reason}: {exc}"
