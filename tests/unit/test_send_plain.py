@@ -215,31 +215,34 @@ async def test_a_read_of_sends_is_stored_in_arrival_order_and_each_answered(
     requests = [
         _frame({**SDK_FIELDS, "e": "1"}, b"m0"),
         _frame({**SDK_FIELDS, "e": "1"}, b"m1"),
-        _frame({**SDK_FIELDS, "e": "1", "l": "3"}, b"m2"),    # full path, stored
-        _frame({**SDK_FIELDS, "e": "1"}, b"x" * 2000),        # full path, refused: too large
-        _frame({**SDK_FIELDS, "e": "2"}, b"m4"),
-        _frame({**SDK_FIELDS, "e": "1", "i": "TAGS\x01b"}, b"m5"),
+        _frame({**SDK_FIELDS, "e": "1", "l": "3"}, b"m2"),              # full path, stored
+        _frame({**SDK_FIELDS, "e": "1", "i": "TAGS\x01c"}, b"m3"),      # a run of one: the next ends it
+        _frame({**SDK_FIELDS, "e": "9", "i": "TAGS\x01d"}, b"bad"),     # full path: no queue 9
+        _frame({**SDK_FIELDS, "e": "1"}, b"x" * 2000),                  # full path, refused: too large
+        _frame({**SDK_FIELDS, "e": "2"}, b"m6"),
+        _frame({**SDK_FIELDS, "e": "1", "i": "TAGS\x01b"}, b"m7"),
     ]
     reads: list[dict[str, str]] = []
     read_v2 = send._READ_V2
     monkeypatch.setattr(send, "_READ_V2", lambda ext: reads.append(ext) or read_v2(ext))
     conn.data_received(b"".join(encode_frame(r) for r in requests))
     conn.flush()
-    assert len(reads) == 2, "only the two unusual sends took the full path"
+    assert len(reads) == 3, "only the three unusual sends took the full path"
     answers = FrameDecoder().feed(bytes(transport.data))
     assert [a.opaque for a in answers] == [r.opaque for r in requests]
-    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 3 + [ResponseCode.MESSAGE_ILLEGAL] + \
-        [ResponseCode.SUCCESS] * 2
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 4 + [
+        ResponseCode.SYSTEM_ERROR, ResponseCode.MESSAGE_ILLEGAL] + [ResponseCode.SUCCESS] * 2
     stored = [(a, _stored(processor, a)) for a in answers if a.code == ResponseCode.SUCCESS]
-    assert [m.body for _, m in stored] == [b"m0", b"m1", b"m2", b"m4", b"m5"]
+    assert [m.body for _, m in stored] == [b"m0", b"m1", b"m2", b"m3", b"m6", b"m7"]
     offsets = [m.commit_log_offset for _, m in stored]
     assert offsets == sorted(offsets), "stored in the order they arrived"
-    assert [(m.queue_id, m.queue_offset) for _, m in stored] == [(1, 1), (1, 2), (1, 3), (2, 0), (1, 4)]
+    assert [(m.queue_id, m.queue_offset) for _, m in stored] == [(1, 1), (1, 2), (1, 3), (1, 4), (2, 0), (1, 5)]
     for answer, message in stored:
         ext = answer.ext_fields or {}
         assert (ext["queueId"], ext["queueOffset"]) == (str(message.queue_id), str(message.queue_offset))
+    assert stored[3][1].properties == {"TAGS": "c", "CLUSTER": "C1"}, "each send keeps its own properties"
     assert stored[-1][1].properties == {"TAGS": "b", "CLUSTER": "C1"}
-    assert processor.broker.message_store.get_max_offset_in_queue("T", 1) == 5
+    assert processor.broker.message_store.get_max_offset_in_queue("T", 1) == 6
 
 
 async def test_sends_that_fit_a_file_only_apart_are_stored_one_by_one(processor: SendMessageProcessor) -> None:
