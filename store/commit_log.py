@@ -135,7 +135,8 @@ class AppendMessageResult:
         self.offsets = offsets
         # ConsumeQueue units (offset, size, tag hash) of a batch or a run, for the dispatcher.
         self.units = units
-        # A run's queue offsets, one per record (a batch's follow from ``logics_offset``).
+        # Queue offsets, one per record, of a run or a single put (a batch's follow from
+        # ``logics_offset``).
         self.queue_offsets = queue_offsets
 
     @property
@@ -319,11 +320,11 @@ class CommitLog:
         """Append messages as consecutive records of one file: one store time, one clock read and
         one copy into the mapping for them all. The broker hands it the plain sends of one read
         from a connection (16 or more when a producer pipelines), so what a send costs once,
-        rather than per message, is shared among them; a single put is a run of one.
+        rather than per message, is shared among them (a lone message has ``append_message``).
 
         ``units`` of the result are the records' ConsumeQueue units and ``queue_offsets`` their
         queue offsets. A run too large for a file, or holding a record that breaks a limit, is
-        refused whole: the broker sends such messages one at a time."""
+        refused whole, and nothing is written: the broker then stores its sends one at a time."""
         hosts = self._host_cache
         born = hosts.get(born_host) or self._host(born_host)
         store = hosts.get(store_host) or self._host(store_host)
