@@ -119,12 +119,17 @@ def _send(processor: SendMessageProcessor, ext: dict[str, str]) -> RemotingComma
     return response
 
 
-def _stored(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
-    assert response.code == ResponseCode.SUCCESS, response.remark
+def _stored_anyway(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
+    """The record an answer's msgId names, whatever the answer's code."""
     _, offset = decode_offset_msg_id((response.ext_fields or {})["msgId"])
     data = processor.broker.message_store.look_message_by_offset(offset)
     assert data is not None
     return decode_record(data)
+
+
+def _stored(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    return _stored_anyway(processor, response)
 
 
 async def test_sdk_shaped_sends_skip_the_typed_header_and_store_what_the_full_path_does(
@@ -290,10 +295,3 @@ async def _answer(result: Any) -> RemotingCommand:
     answer = result if isinstance(result, RemotingCommand) else await result
     assert isinstance(answer, RemotingCommand)
     return answer
-
-
-def _stored_anyway(processor: SendMessageProcessor, response: RemotingCommand) -> MessageExt:
-    _, offset = decode_offset_msg_id((response.ext_fields or {})["msgId"])
-    data = processor.broker.message_store.look_message_by_offset(offset)
-    assert data is not None
-    return decode_record(data)
