@@ -8,17 +8,16 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /opt/rocketmq-py
 # Dependencies first, so editing the source does not reinstall them.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
+COPY rocketmq_py ./rocketmq_py
+COPY conf ./conf
 COPY remoting ./remoting
 COPY namesrv ./namesrv
 COPY store ./store
 COPY broker ./broker
 COPY client ./client
 COPY tools ./tools
-COPY mqstandalone.py ./
 RUN pip install .
-COPY conf ./conf
-COPY bin ./bin
 
 RUN useradd --create-home --home-dir /home/rocketmq rocketmq \
     && mkdir -p /home/rocketmq/store /home/rocketmq/namesrv \

@@ -22,8 +22,9 @@ $(FULL): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $(FULL) $(BASE)
 
+# make run ARGS="--port 0 --broker-port 0": free ports where 9876/10911 are taken
 run: $(BASE)
-	$(BIN)/mqstandalone
+	$(BIN)/mqstandalone $(ARGS)
 
 # pytest exits 5 when it collected nothing; that must fail, never pass silently.
 test: $(FULL)

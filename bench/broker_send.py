@@ -28,17 +28,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from echo import echo_server, measure_streams_echo
 
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.codes import SerializeType, offers_serialize_type
-from remoting.loop import run
-from remoting.protocol.broker import (
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import SerializeType, offers_serialize_type
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
-from remoting.protocol.heartbeat import HeartbeatData
-from remoting.protocol.message import BatchEntry, encode_batch
+from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData
+from rocketmq_py.remoting.protocol.message import BatchEntry, encode_batch
 
 BODY = os.urandom(1024)
 QUEUES = 8
@@ -46,7 +46,7 @@ QUEUES = 8
 
 def start_broker(home: str, options: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
     extra = [arg for opt in options or [] for arg in ("-o", opt)]
-    proc = subprocess.Popen([sys.executable, "-m", "broker.startup", "--listen-port", "0", "--store", home,
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_py.broker.startup", "--listen-port", "0", "--store", home,
                              "-o", "brokerIP1=127.0.0.1", "-o", "bindAddress=127.0.0.1", "-o", "brokerName=bench",
                              "-o", "mappedFileSizeCommitLog=1073741824", "--log-level", "WARNING", *extra],
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "NAMESRV_ADDR": ""})

@@ -27,11 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from echo import echo_server, measure_streams_echo
 
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.loop import run
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader
-from remoting.protocol.route import RegisterBrokerBody
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 TOPICS = [f"BenchTopic-{i:04d}" for i in range(1000)]
 BROKERS = [("ClusterA", "broker-a", "127.0.0.11:10911"), ("ClusterA", "broker-b", "127.0.0.12:10911"),
@@ -39,7 +39,7 @@ BROKERS = [("ClusterA", "broker-a", "127.0.0.11:10911"), ("ClusterA", "broker-b"
 
 
 def start_namesrv(home: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "namesrv.startup", "--home", home, "--listen-port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_py.namesrv.startup", "--home", home, "--listen-port", "0",
                              "--bind-address", "127.0.0.1", "--log-level", "WARNING"],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

@@ -36,11 +36,11 @@ for site in glob.glob(os.path.join(ROOT, ".venv", "lib", "python*", "site-packag
 
 from peerbench.adapter import ConsumerHandle, PeerAdapter, Received  # noqa: E402
 
-from client import Message, Producer  # noqa: E402
-from client.allocate import MessageQueue  # noqa: E402
-from client.lite_pull_consumer import LitePullConsumer  # noqa: E402
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode  # noqa: E402
-from remoting.protocol.heartbeat import ConsumeFromWhere  # noqa: E402
+from rocketmq_py.client import Message, Producer  # noqa: E402
+from rocketmq_py.client.allocate import MessageQueue  # noqa: E402
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer  # noqa: E402
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode  # noqa: E402
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere  # noqa: E402
 
 QUEUES = 8
 CLIENT_POLL_MICROS = int(os.environ.get("PEER_ADAPTER_CLIENT_POLL_MICROS", "2000"))
@@ -77,11 +77,12 @@ class RocketMQPyAdapter(PeerAdapter):
     def start_server(self, workdir: str) -> None:
         python = PROJECT_PYTHON if os.path.exists(PROJECT_PYTHON) else sys.executable
         extra = [arg for opt in os.environ.get("PEER_ADAPTER_BROKER_OPTS", "").split() for arg in ("-o", opt)]
-        ns, self.namesrv = _boot([python, "-m", "namesrv.startup", "--listen-port", "0", "--bind-address",
+        ns, self.namesrv = _boot([python, "-m", "rocketmq_py.namesrv.startup", "--listen-port", "0", "--bind-address",
                                   "127.0.0.1", "--home", os.path.join(workdir, "ns"), "--log-level", "WARNING"],
                                  "boot success")
         self.procs.append(ns)
-        broker, self.broker = _boot([python, "-m", "broker.startup", "-n", self.namesrv, "--listen-port", "0",
+        broker, self.broker = _boot([python, "-m", "rocketmq_py.broker.startup", "-n", self.namesrv,
+                                     "--listen-port", "0",
                                      "--store", os.path.join(workdir, "store"), "-o", "brokerIP1=127.0.0.1",
                                      "-o", "bindAddress=127.0.0.1", "-o", "brokerName=broker-a",
                                      *extra, "--log-level", "WARNING"], "boot success")

@@ -27,13 +27,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from client.admin import Admin
-from client.allocate import MessageQueue
-from client.lite_pull_consumer import LitePullConsumer
-from client.message import Message
-from client.producer import Producer
-from remoting.loop import run
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import start_broker, start_namesrv
 
 QUEUES = 8
@@ -97,13 +97,13 @@ def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[float, float
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    import client.spark
+    import rocketmq_py.client.spark
 
     spark = (SparkSession.builder.master("local[2]").appName("spark-read-bench")
              .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    client.spark.register(spark)
+    rocketmq_py.client.spark.register(spark)
     try:
         def df(**options: str):  # type: ignore[no-untyped-def]
             reader = spark.read.format("rocketmq").option("namesrvAddr", namesrv).option("topic", TOPIC)

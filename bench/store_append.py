@@ -35,11 +35,11 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from remoting.loop import run
-from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
-from store.commit_log import MessageExtBatch, MessageExtBrokerInner
-from store.config import FlushDiskType, MessageStoreConfig
-from store.message_store import DefaultMessageStore
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
+from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner
+from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_py.store.message_store import DefaultMessageStore
 
 BODY = os.urandom(1024)
 FILE_SIZE = 1024 * 1024 * 1024

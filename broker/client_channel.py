@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from remoting.connection import RemotingConnection
+from rocketmq_py.remoting.connection import RemotingConnection
 
 # A client silent this long (no heartbeat) is forgotten and its connection closed (behaviours.md §1).
 CHANNEL_EXPIRED_TIMEOUT = 120.0

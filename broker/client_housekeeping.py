@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from broker.consumer_manager import ConsumerManager
-from broker.producer_manager import ProducerManager
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.connection import ConnectionEvents, RemotingConnection
-from remoting.exceptions import RemotingError
-from remoting.protocol.heartbeat import NotifyConsumerIdsChangedRequestHeader
+from rocketmq_py.broker.consumer_manager import ConsumerManager
+from rocketmq_py.broker.producer_manager import ProducerManager
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.heartbeat import NotifyConsumerIdsChangedRequestHeader
 
 log = logging.getLogger("rocketmq.broker")
 

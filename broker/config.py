@@ -11,7 +11,7 @@ import socket
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remoting.protocol.topic import PermName
+from rocketmq_py.remoting.protocol.topic import PermName
 
 
 def _local_address() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 
-from remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
 
 
 class ConfigManager(ABC):

@@ -11,9 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.client_channel import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
-from remoting.connection import RemotingConnection
-from remoting.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketmq_py.broker.client_channel import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 
 log = logging.getLogger("rocketmq.broker")
 

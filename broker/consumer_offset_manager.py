@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 
-from broker.config_manager import ConfigManager
-from remoting.protocol import json_body
+from rocketmq_py.broker.config_manager import ConfigManager
+from rocketmq_py.remoting.protocol import json_body
 
 TOPIC_GROUP_SEPARATOR = "@"
 

@@ -12,37 +12,37 @@ import asyncio
 import contextlib
 import logging
 
-from broker.client_housekeeping import ClientHousekeepingService, notify_consumer_ids_changed
-from broker.config import BrokerConfig
-from broker.consumer_manager import ConsumerManager
-from broker.consumer_offset_manager import ConsumerOffsetManager
-from broker.outer_api import BrokerOuterAPI
-from broker.processors.admin import AdminBrokerProcessor
-from broker.processors.client_manage import ClientManageProcessor
-from broker.processors.consumer_manage import ConsumerManageProcessor
-from broker.processors.end_transaction import EndTransactionProcessor
-from broker.processors.pull import PullMessageProcessor
-from broker.processors.query import QueryMessageProcessor
-from broker.processors.queue_lock import QueueLockProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.processors.send_back import SendMessageBackProcessor
-from broker.producer_manager import ProducerManager
-from broker.pull_hold import PullRequestHoldService
-from broker.rebalance_lock_manager import RebalanceLockManager
-from broker.schedule_message_service import ScheduleMessageService
-from broker.stats import BrokerStats
-from broker.subscription_group_manager import SubscriptionGroupManager
-from broker.topic_config_manager import TopicConfigManager
-from broker.transaction.bridge import TransactionalMessageBridge
-from broker.transaction.check_service import TransactionalMessageCheckService
-from remoting.properties import ConfigError, apply_properties
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from remoting.protocol.route import RegisterBrokerBody
-from remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
-from remoting.server import RemotingServer
-from remoting.server_config import NettyServerConfig
-from store.config import BrokerRole, MessageStoreConfig
-from store.message_store import DefaultMessageStore
+from rocketmq_py.broker.client_housekeeping import ClientHousekeepingService, notify_consumer_ids_changed
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.consumer_manager import ConsumerManager
+from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
+from rocketmq_py.broker.outer_api import BrokerOuterAPI
+from rocketmq_py.broker.processors.admin import AdminBrokerProcessor
+from rocketmq_py.broker.processors.client_manage import ClientManageProcessor
+from rocketmq_py.broker.processors.consumer_manage import ConsumerManageProcessor
+from rocketmq_py.broker.processors.end_transaction import EndTransactionProcessor
+from rocketmq_py.broker.processors.pull import PullMessageProcessor
+from rocketmq_py.broker.processors.query import QueryMessageProcessor
+from rocketmq_py.broker.processors.queue_lock import QueueLockProcessor
+from rocketmq_py.broker.processors.send import SendMessageProcessor
+from rocketmq_py.broker.processors.send_back import SendMessageBackProcessor
+from rocketmq_py.broker.producer_manager import ProducerManager
+from rocketmq_py.broker.pull_hold import PullRequestHoldService
+from rocketmq_py.broker.rebalance_lock_manager import RebalanceLockManager
+from rocketmq_py.broker.schedule_message_service import ScheduleMessageService
+from rocketmq_py.broker.stats import BrokerStats
+from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManager
+from rocketmq_py.broker.topic_config_manager import TopicConfigManager
+from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
+from rocketmq_py.broker.transaction.check_service import TransactionalMessageCheckService
+from rocketmq_py.remoting.properties import ConfigError, apply_properties
+from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
+from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
+from rocketmq_py.store.message_store import DefaultMessageStore
 
 log = logging.getLogger("rocketmq.broker")
 

@@ -6,12 +6,12 @@ import asyncio
 import logging
 import zlib
 
-from remoting.client import RemotingClient
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from remoting.protocol.route import KVTable, RegisterBrokerBody
+from rocketmq_py.remoting.client import RemotingClient
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.route import KVTable, RegisterBrokerBody
 
 log = logging.getLogger("rocketmq.broker")
 

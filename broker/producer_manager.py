@@ -10,8 +10,8 @@ import itertools
 import logging
 import time
 
-from broker.client_channel import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
-from remoting.connection import RemotingConnection
+from rocketmq_py.broker.client_channel import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
+from rocketmq_py.remoting.connection import RemotingConnection
 
 log = logging.getLogger("rocketmq.broker")
 

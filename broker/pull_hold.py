@@ -20,8 +20,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
 
 log = logging.getLogger("rocketmq.broker")
 

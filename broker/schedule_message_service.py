@@ -18,13 +18,13 @@ import logging
 import os
 import time
 
-from broker.config_manager import ConfigManager
-from broker.topic_config_manager import TRANS_HALF_TOPIC
-from remoting.protocol import json_body
-from remoting.protocol.message import MessageConst, RecordError, decode_record, properties_to_string
-from store.commit_log import MessageExtBrokerInner, inner_from_ext
-from store.config import SCHEDULE_TOPIC
-from store.message_store import DefaultMessageStore
+from rocketmq_py.broker.config_manager import ConfigManager
+from rocketmq_py.broker.topic_config_manager import TRANS_HALF_TOPIC
+from rocketmq_py.remoting.protocol import json_body
+from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record, properties_to_string
+from rocketmq_py.store.commit_log import MessageExtBrokerInner, inner_from_ext
+from rocketmq_py.store.config import SCHEDULE_TOPIC
+from rocketmq_py.store.message_store import DefaultMessageStore
 
 log = logging.getLogger("rocketmq.broker")
 

@@ -12,15 +12,15 @@ import os
 
 import typer
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.metrics import BrokerMetrics
-from remoting.daemon import parse_overrides, serve_until_signalled
-from remoting.logsetup import default_log_dir, log_config, setup_logging
-from remoting.loop import run
-from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
-from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.controller import BrokerController
+from rocketmq_py.broker.metrics import BrokerMetrics
+from rocketmq_py.remoting.daemon import parse_overrides, serve_until_signalled
+from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_logging
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.store.config import MessageStoreConfig
 
 log = logging.getLogger("rocketmq.broker")
 

@@ -12,9 +12,9 @@ import os
 
 from pydantic import ValidationError
 
-from broker.config_manager import ConfigManager
-from remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
-from remoting.protocol.topic import DataVersion
+from rocketmq_py.broker.config_manager import ConfigManager
+from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketmq_py.remoting.protocol.topic import DataVersion
 
 log = logging.getLogger("rocketmq.broker")
 

@@ -16,14 +16,14 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from broker.config_manager import ConfigManager
-from remoting.protocol.topic import (
+from rocketmq_py.broker.config_manager import ConfigManager
+from rocketmq_py.remoting.protocol.topic import (
     DataVersion,
     PermName,
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
-from store.config import SCHEDULE_TOPIC
+from rocketmq_py.store.config import SCHEDULE_TOPIC
 
 log = logging.getLogger("rocketmq.broker")
 

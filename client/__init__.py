@@ -1,14 +1,20 @@
 """Python SDK: Producer, TransactionProducer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
 
-from client.admin import Admin
-from client.allocate import MessageQueue
-from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
-from client.lite_pull_consumer import LitePullConsumer
-from client.message import Message, MessageExt, SendResult, SendStatus
-from client.message_selector import MessageSelector
-from client.producer import Producer, select_by_hash
-from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
-from client.transaction_producer import (
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import (
+    ClientStateError,
+    MessageValidationError,
+    MQBrokerError,
+    MQClientError,
+    NoRouteError,
+)
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.client.message import Message, MessageExt, SendResult, SendStatus
+from rocketmq_py.client.message_selector import MessageSelector
+from rocketmq_py.client.producer import Producer, select_by_hash
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
+from rocketmq_py.client.transaction_producer import (
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,

@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from client.allocate import MessageQueue
-from client.errors import MQBrokerError, MQClientError
-from client.instance import ClientConfig, MQClientInstance, MQClientManager
-from client.running_info import ConsumerRunningInfo
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.properties import parse_properties
-from remoting.protocol.broker import decode_mq_keyed
-from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
-from remoting.protocol.route import MASTER_ID, ClusterInfo, KVTable, TopicList, TopicRouteData
-from remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import MQBrokerError, MQClientError
+from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
+from rocketmq_py.client.running_info import ConsumerRunningInfo
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.properties import parse_properties
+from rocketmq_py.remoting.protocol.broker import decode_mq_keyed
+from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
+from rocketmq_py.remoting.protocol.route import MASTER_ID, ClusterInfo, KVTable, TopicList, TopicRouteData
+from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 
 @dataclass

@@ -17,18 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from client.allocate import MessageQueue
-from client.errors import MQClientError, NoRouteError
-from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
-from remoting.client import RemotingClient
-from remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
-from remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
-from remoting.protocol.message import MessageConst, RecordError, decode_record
-from remoting.protocol.route import MASTER_ID, TopicRouteData
-from remoting.protocol.transaction import CheckTransactionStateRequestHeader
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import MQClientError, NoRouteError
+from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.remoting.client import RemotingClient
+from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
+from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
+from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
+from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
+from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader
 
 log = logging.getLogger("rocketmq.client")
 

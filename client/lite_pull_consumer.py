@@ -16,12 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy, MessageQueue, strategy_from
-from client.errors import ClientStateError, MQBrokerError, MQClientError, NoRouteError
-from client.instance import ClientConfig, MQClientInstance, MQClientManager
-from client.message_selector import MessageSelector
-from client.offset_store import LocalFileOffsetStore
-from client.running_info import (
+from rocketmq_py.client.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueStrategy,
+    MessageQueue,
+    strategy_from,
+)
+from rocketmq_py.client.errors import ClientStateError, MQBrokerError, MQClientError, NoRouteError
+from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
+from rocketmq_py.client.message_selector import MessageSelector
+from rocketmq_py.client.offset_store import LocalFileOffsetStore
+from rocketmq_py.client.running_info import (
     CLIENT_VERSION_DESC,
     PROP_CLIENT_VERSION,
     PROP_CONSUME_ORDERLY,
@@ -32,17 +37,17 @@ from client.running_info import (
     encode_running_info,
     process_queue_info,
 )
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.broker import (
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.broker import (
     FLAG_COMMIT_OFFSET,
     FLAG_LITE_PULL,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
     PullMessageRequestHeader,
 )
-from remoting.protocol.heartbeat import (
+from rocketmq_py.remoting.protocol.heartbeat import (
     SUB_ALL,
     CheckClientRequestBody,
     ConsumeFromWhere,
@@ -53,9 +58,15 @@ from remoting.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
 )
-from remoting.protocol.message import MessageConst, MessageExt, RecordError, decode_records, java_string_hash
-from remoting.protocol.route import MASTER_ID
-from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
+from rocketmq_py.remoting.protocol.message import (
+    MessageConst,
+    MessageExt,
+    RecordError,
+    decode_records,
+    java_string_hash,
+)
+from rocketmq_py.remoting.protocol.route import MASTER_ID
+from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
 log = logging.getLogger("rocketmq.client")
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from client.allocate import MessageQueue
-from remoting.protocol.message import MessageConst, MessageExt
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus"]
 

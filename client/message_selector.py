@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remoting.protocol.heartbeat import SUB_ALL, ExpressionType
+from rocketmq_py.remoting.protocol.heartbeat import SUB_ALL, ExpressionType
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import os
 
-from client.allocate import MessageQueue
-from remoting.atomic_file import load_with_backup, write_file_atomically
-from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 
 log = logging.getLogger("rocketmq.client")
 

@@ -18,18 +18,24 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from client.allocate import MessageQueue
-from client.errors import ClientStateError, MessageValidationError, MQBrokerError, MQClientError, NoRouteError
-from client.instance import ClientConfig, MQClientInstance, MQClientManager
-from client.latency import LatencyFaultTolerance
-from client.message import Message, SendResult, SendStatus
-from client.message_id import create_uniq_id
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from remoting.protocol.heartbeat import ProducerData
-from remoting.protocol.message import (
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import (
+    ClientStateError,
+    MessageValidationError,
+    MQBrokerError,
+    MQClientError,
+    NoRouteError,
+)
+from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
+from rocketmq_py.client.latency import LatencyFaultTolerance
+from rocketmq_py.client.message import Message, SendResult, SendStatus
+from rocketmq_py.client.message_id import create_uniq_id
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_py.remoting.protocol.heartbeat import ProducerData
+from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     COMPRESSION_ZLIB,
     BatchEntry,
@@ -38,8 +44,8 @@ from remoting.protocol.message import (
     java_string_hash,
     properties_to_string,
 )
-from remoting.protocol.route import MASTER_ID, TopicRouteData
-from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
+from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
+from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
 
 log = logging.getLogger("rocketmq.client")
 

@@ -33,17 +33,17 @@ import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
 
-from client.allocate import MessageQueue
-from client.errors import MQClientError
-from client.instance import CLIENT_INNER_PRODUCER_GROUP, MQClientInstance
-from client.lite_pull_consumer import LitePullConsumer, _QueueState, build_subscription
-from client.message import Message
-from client.producer import Producer
-from client.running_info import process_queue_info
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.heartbeat import (
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.instance import CLIENT_INNER_PRODUCER_GROUP, MQClientInstance
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer, _QueueState, build_subscription
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.client.running_info import process_queue_info
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.heartbeat import (
     SUB_ALL,
     ConsumerData,
     ConsumeType,
@@ -52,8 +52,8 @@ from remoting.protocol.heartbeat import (
     MessageModel,
     MessageQueueBody,
 )
-from remoting.protocol.message import MessageConst, MessageExt
-from remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
+from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
+from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 log = logging.getLogger("rocketmq.client")
 

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.allocate import MessageQueue
-from remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 
 PROP_NAMESERVER_ADDR = "PROP_NAMESERVER_ADDR"
 PROP_THREADPOOL_CORE_SIZE = "PROP_THREADPOOL_CORE_SIZE"

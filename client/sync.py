@@ -14,18 +14,18 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
-from client.allocate import MessageQueue
-from client.lite_pull_consumer import LitePullConsumer
-from client.message import Message, SendResult
-from client.producer import Producer
-from client.transaction_producer import (
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.client.message import Message, SendResult
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.client.transaction_producer import (
     LocalTransactionState,
     TransactionListener,
     TransactionProducer,
     TransactionSendResult,
 )
-from remoting.loop import loop_factory
-from remoting.protocol.message import MessageExt
+from rocketmq_py.remoting.loop import loop_factory
+from rocketmq_py.remoting.protocol.message import MessageExt
 
 T = TypeVar("T")
 

@@ -21,13 +21,13 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from client.errors import ClientStateError, MQClientError
-from client.message import Message, SendResult, SendStatus
-from client.producer import DEFAULT_PRODUCER_GROUP, Producer
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.message import (
+from rocketmq_py.client.errors import ClientStateError, MQClientError
+from rocketmq_py.client.message import Message, SendResult, SendStatus
+from rocketmq_py.client.producer import DEFAULT_PRODUCER_GROUP, Producer
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -36,7 +36,7 @@ from remoting.protocol.message import (
     MessageExt,
     decode_offset_msg_id,
 )
-from remoting.protocol.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
 log = logging.getLogger("rocketmq.client")
 

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import client.spark
+import rocketmq_py.client.spark
 
 
 def tag_counts(spark: SparkSession, namesrv: str, topic: str, window: str, watermark: str) -> DataFrame:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> No
                  .master(os.environ.get("SPARK_MASTER", "local[2]"))
                  .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC")
                  .getOrCreate())
-    client.spark.register(spark)
+    rocketmq_py.client.spark.register(spark)
     counts = tag_counts(spark, args.namesrv, args.source, args.window, args.watermark)
 
     def start(writer, name: str):  # type: ignore[no-untyped-def]

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from namesrv.config import NamesrvConfig
-from namesrv.kv_config import KVConfigManager
-from namesrv.processor import DefaultRequestProcessor
-from namesrv.route_info import RouteInfoManager
-from remoting.atomic_file import write_file_atomically
-from remoting.connection import ConnectionEvents, RemotingConnection
-from remoting.properties import ConfigError, apply_properties, format_properties
-from remoting.server import RemotingServer
-from remoting.server_config import NettyServerConfig
+from rocketmq_py.namesrv.config import NamesrvConfig
+from rocketmq_py.namesrv.kv_config import KVConfigManager
+from rocketmq_py.namesrv.processor import DefaultRequestProcessor
+from rocketmq_py.namesrv.route_info import RouteInfoManager
+from rocketmq_py.remoting.atomic_file import write_file_atomically
+from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.remoting.server_config import NettyServerConfig
 
 log = logging.getLogger("rocketmq.namesrv")
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import logging
 
-from remoting.atomic_file import load_with_backup, write_file_atomically
-from remoting.protocol import json_body
-from remoting.protocol.route import KVTable
+from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.remoting.protocol import json_body
+from rocketmq_py.remoting.protocol.route import KVTable
 
 log = logging.getLogger("rocketmq.namesrv")
 

@@ -10,10 +10,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from remoting.metrics import MetricsHttpServer, instrument_server, request_latency_histogram
+from rocketmq_py.remoting.metrics import MetricsHttpServer, instrument_server, request_latency_histogram
 
 if TYPE_CHECKING:
-    from namesrv.controller import NamesrvController
+    from rocketmq_py.namesrv.controller import NamesrvController
 
 
 class NamesrvMetricsCollector(Collector):

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from namesrv.config import CONFIG_BLACK_LIST
-from namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
-from remoting.codes import V3_0_11, V4_9_4, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.properties import ConfigError, format_properties, parse_properties
-from remoting.protocol.namesrv import (
+from rocketmq_py.namesrv.config import CONFIG_BLACK_LIST
+from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
+from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
+from rocketmq_py.remoting.protocol.namesrv import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
@@ -37,12 +37,12 @@ from remoting.protocol.namesrv import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from remoting.protocol.route import RegisterBrokerBody, TopicList
-from remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper
-from remoting.server import RemotingServer
+from rocketmq_py.remoting.protocol.route import RegisterBrokerBody, TopicList
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper
+from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from namesrv.controller import NamesrvController
+    from rocketmq_py.namesrv.controller import NamesrvController
 
 log = logging.getLogger("rocketmq.namesrv")
 

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
-from remoting.protocol.topic import DataVersion, PermName, TopicConfigSerializeWrapper
+from rocketmq_py.remoting.protocol.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
+from rocketmq_py.remoting.protocol.topic import DataVersion, PermName, TopicConfigSerializeWrapper
 
 log = logging.getLogger("rocketmq.namesrv")
 

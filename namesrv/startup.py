@@ -12,14 +12,14 @@ import os
 
 import typer
 
-from namesrv.config import NamesrvConfig
-from namesrv.controller import NamesrvController
-from namesrv.metrics import NamesrvMetrics
-from remoting.daemon import parse_overrides, serve_until_signalled
-from remoting.logsetup import default_log_dir, log_config, setup_logging
-from remoting.loop import run
-from remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
-from remoting.server_config import NettyServerConfig
+from rocketmq_py.namesrv.config import NamesrvConfig
+from rocketmq_py.namesrv.controller import NamesrvController
+from rocketmq_py.namesrv.metrics import NamesrvMetrics
+from rocketmq_py.remoting.daemon import parse_overrides, serve_until_signalled
+from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_logging
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from rocketmq_py.remoting.server_config import NettyServerConfig
 
 log = logging.getLogger("rocketmq.namesrv")
 

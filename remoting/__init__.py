@@ -1,20 +1,20 @@
 """RocketMQ-compatible remoting: commands, framing, header codecs, codes, server and client."""
 
-from remoting.client import ClientConfig, RemotingClient, RPCHook
-from remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
-from remoting.command import RemotingCommand
-from remoting.connection import ConnectionEvents, RemotingConnection
-from remoting.exceptions import (
+from rocketmq_py.remoting.client import ClientConfig, RemotingClient, RPCHook
+from rocketmq_py.remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.exceptions import (
     RemotingConnectError,
     RemotingError,
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from remoting.frame import FrameDecoder, FrameError, encode_frame
-from remoting.header import CommandHeader, HeaderError, wire
-from remoting.processor import RequestProcessor
-from remoting.server import RemotingServer, ServerConfig
+from rocketmq_py.remoting.frame import FrameDecoder, FrameError, encode_frame
+from rocketmq_py.remoting.header import CommandHeader, HeaderError, wire
+from rocketmq_py.remoting.processor import RequestProcessor
+from rocketmq_py.remoting.server import RemotingServer, ServerConfig
 
 __all__ = [
     "CURRENT_VERSION",

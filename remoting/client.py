@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
-from remoting.command import RemotingCommand
-from remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvents, InvokeCallback, RemotingConnection
-from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
-from remoting.frame import DEFAULT_MAX_FRAME_SIZE
-from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvents, InvokeCallback, RemotingConnection
+from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
 
 log = logging.getLogger("rocketmq.remoting")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, TypeVar
 
-from remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
+from rocketmq_py.remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
 
 if TYPE_CHECKING:
-    from remoting.header import CommandHeader
+    from rocketmq_py.remoting.header import CommandHeader
 
     H = TypeVar("H", bound=CommandHeader)
 

@@ -20,17 +20,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from remoting.busy_poll import BusyPoller
-from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
-from remoting.exceptions import (
+from rocketmq_py.remoting.busy_poll import BusyPoller
+from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from remoting.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, FrameError, encode_frame_head
+from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, FrameError, encode_frame_head
 
 if TYPE_CHECKING:
-    from remoting.processor import ProcessorTable
+    from rocketmq_py.remoting.processor import ProcessorTable
 
 log = logging.getLogger("rocketmq.remoting")
 

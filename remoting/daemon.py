@@ -8,7 +8,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 
-from remoting.properties import ConfigError
+from rocketmq_py.remoting.properties import ConfigError
 
 log = logging.getLogger("rocketmq")
 

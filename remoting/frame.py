@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import struct
 
-from remoting.command import RemotingCommand
-from remoting.serializer import DECODERS, ENCODERS, HeaderDecodeError
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.serializer import DECODERS, ENCODERS, HeaderDecodeError
 
 # Java's frame decoder rejects 4 + totalLength above 16 MiB (com.rocketmq.remoting.frameMaxLength).
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.processor import ProcessorResult, RequestProcessor
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
 
 if TYPE_CHECKING:
-    from remoting.connection import RemotingConnection
-    from remoting.server import RemotingServer
+    from rocketmq_py.remoting.connection import RemotingConnection
+    from rocketmq_py.remoting.server import RemotingServer
 
 log = logging.getLogger("rocketmq.metrics")
 

@@ -15,11 +15,11 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
-from remoting.codes import ResponseCode
-from remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.codes import ResponseCode
+from rocketmq_py.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
 
 if TYPE_CHECKING:
-    from remoting.connection import RemotingConnection
+    from rocketmq_py.remoting.connection import RemotingConnection
 
 log = logging.getLogger("rocketmq.remoting")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgpack
 
-from remoting.codes import LanguageCode, SerializeType
-from remoting.command import RemotingCommand
+from rocketmq_py.remoting.codes import LanguageCode, SerializeType
+from rocketmq_py.remoting.command import RemotingCommand
 
 
 class HeaderDecodeError(ValueError):

@@ -13,10 +13,10 @@ import logging
 import time
 from dataclasses import dataclass
 
-from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
-from remoting.connection import ConnectionEvents, RemotingConnection
-from remoting.frame import DEFAULT_MAX_FRAME_SIZE
-from remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
+from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
 
 log = logging.getLogger("rocketmq.remoting")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
-from remoting.frame import DEFAULT_MAX_FRAME_SIZE
-from remoting.server import ServerConfig
+from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from rocketmq_py.remoting.server import ServerConfig
 
 
 class NettyServerConfig(BaseModel):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
@@ -32,9 +32,9 @@ from remoting.protocol.message import (
     properties_to_string,
     tags_string_to_tags_code,
 )
-from store.config import FlushDiskType, MessageStoreConfig
-from store.mapped_file import MappedFile, MappedFileQueue
-from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
+from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_py.store.mapped_file import MappedFile, MappedFileQueue
+from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 
 log = logging.getLogger("rocketmq.store")
 

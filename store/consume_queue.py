@@ -12,7 +12,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from store.mapped_file import MappedFileQueue
+from rocketmq_py.store.mapped_file import MappedFileQueue
 
 log = logging.getLogger("rocketmq.store")
 

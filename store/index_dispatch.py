@@ -30,12 +30,12 @@ import subprocess
 import sys
 import time
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     TRANSACTION_ROLLBACK_TYPE,
 )
-from store.index_file import IndexService, record_key_hashes
+from rocketmq_py.store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
 
@@ -100,9 +100,10 @@ class IndexDispatchProcess:
     def __init__(self, root: str, commit_log_dir: str, file_size: int, hash_slot_num: int, index_num: int,
                  flush_interval_ms: int) -> None:
         self.root = root
-        self._args = [sys.executable, "-m", "store.index_dispatch", "--root", root, "--commitlog", commit_log_dir,
-                      "--file-size", str(file_size), "--hash-slots", str(hash_slot_num), "--index-num",
-                      str(index_num), "--flush-interval", str(flush_interval_ms), "--ppid", str(os.getpid())]
+        self._args = [sys.executable, "-m", "rocketmq_py.store.index_dispatch", "--root", root,
+                      "--commitlog", commit_log_dir, "--file-size", str(file_size), "--hash-slots", str(hash_slot_num),
+                      "--index-num", str(index_num), "--flush-interval", str(flush_interval_ms),
+                      "--ppid", str(os.getpid())]
         self._ctrl: mmap.mmap | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0

@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     _HI31,
     _LO31,
     MessageConst,

@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     Host,
     decode_record,
 )
-from store.checkpoint import StoreCheckpoint
-from store.commit_log import (
+from rocketmq_py.store.checkpoint import StoreCheckpoint
+from rocketmq_py.store.commit_log import (
     AppendMessageResult,
     AppendMessageStatus,
     CommitLog,
@@ -35,10 +35,10 @@ from store.commit_log import (
     MessageExtBrokerInner,
     RunEntry,
 )
-from store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
-from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
-from store.index_file import IndexService, record_key_hashes
+from rocketmq_py.store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
+from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
+from rocketmq_py.store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
 

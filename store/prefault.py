@@ -30,7 +30,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from store.mapped_file import MappedFile
+    from rocketmq_py.store.mapped_file import MappedFile
 
 log = logging.getLogger("rocketmq.store")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
-from store.commit_log import MessageExtBatch, MessageExtBrokerInner
-from store.config import MessageStoreConfig
+from rocketmq_py.remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
+from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner
+from rocketmq_py.store.config import MessageStoreConfig
 
 STORE_HOST = ("127.0.0.1", 10911)
 

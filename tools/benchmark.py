@@ -19,13 +19,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from client.errors import MQClientError
-from client.lite_pull_consumer import LitePullConsumer
-from client.message import Message
-from client.producer import Producer
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from tools.bench_stats import LatencyRecorder, Window
-from tools.cli import NamesrvOption, main_entry, one_line
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.tools.bench_stats import LatencyRecorder, Window
+from rocketmq_py.tools.cli import NamesrvOption, main_entry, one_line
 
 app = typer.Typer(name="mqbench", add_completion=False, no_args_is_help=True, help=__doc__)
 

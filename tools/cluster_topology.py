@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from remoting.properties import read_properties_file
+from rocketmq_py.remoting.properties import read_properties_file
 
 # The checkout this package lives in: conf/ beside tools/.
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +36,7 @@ class ServiceSpec:
 
     @property
     def module(self) -> str:
-        return "namesrv.startup" if self.role == "namesrv" else "broker.startup"
+        return "rocketmq_py.namesrv.startup" if self.role == "namesrv" else "rocketmq_py.broker.startup"
 
 
 NAMESRV = ServiceSpec("namesrv", "namesrv", "conf/namesrv.conf")

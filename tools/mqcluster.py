@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 
 import typer
 
-from client.admin import Admin
-from tools.cluster_topology import NAMESRV, REPO_ROOT, TOPOLOGY, ServiceSpec
-from tools.mqadmin.common import emit, main_entry, one_line
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.tools.cluster_topology import NAMESRV, REPO_ROOT, TOPOLOGY, ServiceSpec
+from rocketmq_py.tools.mqadmin.common import emit, main_entry, one_line
 
 app = typer.Typer(name="mqcluster", add_completion=False, no_args_is_help=True, help=__doc__)
 

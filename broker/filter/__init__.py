@@ -3,6 +3,6 @@
 Pure: text in, a compiled expression out; properties in, a verdict out. No I/O.
 """
 
-from broker.filter.sql92 import FilterError, Sql92Expression, compile_sql92
+from rocketmq_py.broker.filter.sql92 import FilterError, Sql92Expression, compile_sql92
 
 __all__ = ["FilterError", "Sql92Expression", "compile_sql92"]

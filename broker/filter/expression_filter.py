@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from collections import OrderedDict
 
-from broker.filter.sql92 import FilterError, Sql92Expression, compile_sql92
-from remoting.protocol.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
+from rocketmq_py.broker.filter.sql92 import FilterError, Sql92Expression, compile_sql92
+from rocketmq_py.remoting.protocol.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
 
 # Distinct selectors a broker keeps compiled; the oldest is dropped first.
 _CACHE_SIZE = 1024

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from broker.topic_config_manager import validate_topic
-from remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.exceptions import RemotingError
-from remoting.properties import ConfigError, format_properties, parse_properties
-from remoting.protocol.broker import (
+from rocketmq_py.broker.topic_config_manager import validate_topic
+from rocketmq_py.remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
+from rocketmq_py.remoting.protocol.broker import (
     ConnectionBody,
     ConsumerConnection,
     ConsumerGroupRequestHeader,
@@ -28,13 +28,13 @@ from remoting.protocol.broker import (
     ResetOffsetRequestHeader,
     encode_mq_keyed,
 )
-from remoting.protocol.route import KVTable
-from remoting.protocol.subscription import SubscriptionGroupConfig
-from remoting.protocol.topic import TopicConfig, TopicFilterType
-from remoting.server import RemotingServer
+from rocketmq_py.remoting.protocol.route import KVTable
+from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
+from rocketmq_py.remoting.protocol.topic import TopicConfig, TopicFilterType
+from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
 

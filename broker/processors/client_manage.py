@@ -7,24 +7,24 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from broker.client_channel import ClientChannelInfo
-from broker.filter import FilterError
-from broker.filter.expression_filter import compile_cached
-from remoting.codes import SERIALIZE_TYPES_FIELD, RequestCode, ResponseCode, SerializeType
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.protocol.heartbeat import (
+from rocketmq_py.broker.client_channel import ClientChannelInfo
+from rocketmq_py.broker.filter import FilterError
+from rocketmq_py.broker.filter.expression_filter import compile_cached
+from rocketmq_py.remoting.codes import SERIALIZE_TYPES_FIELD, RequestCode, ResponseCode, SerializeType
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.heartbeat import (
     CheckClientRequestBody,
     ExpressionType,
     HeartbeatData,
     SubscriptionData,
     UnregisterClientRequestHeader,
 )
-from remoting.protocol.topic import PermName, retry_topic
-from remoting.server import RemotingServer
+from rocketmq_py.remoting.protocol.topic import PermName, retry_topic
+from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
 

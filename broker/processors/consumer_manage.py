@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.protocol.broker import (
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.broker import (
     GetEarliestMsgStoretimeResponseHeader,
     OffsetResponseHeader,
     QueryConsumerOffsetRequestHeader,
@@ -17,11 +17,11 @@ from remoting.protocol.broker import (
     TopicQueueRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from remoting.protocol.heartbeat import ConsumerIdList, GetConsumerListByGroupRequestHeader
-from remoting.server import RemotingServer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumerIdList, GetConsumerListByGroupRequestHeader
+from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 
 class ConsumerManageProcessor:

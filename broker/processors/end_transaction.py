@@ -13,24 +13,24 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.topic_config_manager import TRANS_HALF_TOPIC
-from broker.transaction.bridge import TransactionalMessageBridge, end_message_transaction
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.protocol.message import (
+from rocketmq_py.broker.topic_config_manager import TRANS_HALF_TOPIC
+from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge, end_message_transaction
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     MessageConst,
     MessageExt,
 )
-from remoting.protocol.transaction import EndTransactionRequestHeader
-from remoting.server import RemotingServer
-from store.config import BrokerRole
+from rocketmq_py.remoting.protocol.transaction import EndTransactionRequestHeader
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.store.config import BrokerRole
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
 

@@ -16,27 +16,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from broker.filter import FilterError, Sql92Expression
-from broker.filter.expression_filter import compile_cached, filter_records
-from broker.pull_hold import PullRequest
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.protocol.broker import (
+from rocketmq_py.broker.filter import FilterError, Sql92Expression
+from rocketmq_py.broker.filter.expression_filter import compile_cached, filter_records
+from rocketmq_py.broker.pull_hold import PullRequest
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.broker import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
 )
-from remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
-from remoting.protocol.message import string_to_properties, tags_string_to_tags_code
-from remoting.protocol.topic import PermName
-from remoting.server import RemotingServer
-from store.message_store import MATCH_ALL, GetMessageStatus, MessageFilter
+from rocketmq_py.remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
+from rocketmq_py.remoting.protocol.message import string_to_properties, tags_string_to_tags_code
+from rocketmq_py.remoting.protocol.topic import PermName
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.store.message_store import MATCH_ALL, GetMessageStatus, MessageFilter
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 MASTER_ID = 0
 

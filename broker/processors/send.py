@@ -12,8 +12,8 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from broker.schedule_message_service import DelayLevelError
-from broker.topic_config_manager import (
+from rocketmq_py.broker.schedule_message_service import DelayLevelError
+from rocketmq_py.broker.topic_config_manager import (
     DLQ_NUMS_PER_GROUP,
     DLQ_PERM,
     SCHEDULE_TOPIC,
@@ -22,12 +22,12 @@ from broker.topic_config_manager import (
     TRANS_OP_HALF_TOPIC,
     validate_topic,
 )
-from remoting.codes import V3_4_9, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.processor import ProcessorResult, RequestProcessor
-from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from remoting.protocol.message import (
+from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_py.remoting.protocol.message import (
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -44,7 +44,7 @@ from remoting.protocol.message import (
     string_to_properties,
     tags_string_to_tags_code,
 )
-from remoting.protocol.topic import (
+from rocketmq_py.remoting.protocol.topic import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     PermName,
@@ -52,12 +52,12 @@ from remoting.protocol.topic import (
     TopicFilterType,
     dlq_topic,
 )
-from remoting.server import RemotingServer
-from store.commit_log import MAX_PROPERTIES_LENGTH, MessageExtBatch, MessageExtBrokerInner, RunEntry
-from store.message_store import PutMessageResult, PutMessageStatus
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.store.commit_log import MAX_PROPERTIES_LENGTH, MessageExtBatch, MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.message_store import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
 

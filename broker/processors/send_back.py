@@ -13,18 +13,18 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from broker.topic_config_manager import DLQ_NUMS_PER_GROUP, DLQ_PERM
-from remoting.codes import V3_4_9, RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.protocol.broker import ConsumerSendMsgBackRequestHeader
-from remoting.protocol.message import MessageConst, RecordError, decode_record
-from remoting.protocol.topic import PermName, dlq_topic, retry_topic
-from remoting.server import RemotingServer
-from store.commit_log import inner_from_ext
+from rocketmq_py.broker.topic_config_manager import DLQ_NUMS_PER_GROUP, DLQ_PERM
+from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.protocol.broker import ConsumerSendMsgBackRequestHeader
+from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
+from rocketmq_py.remoting.protocol.topic import PermName, dlq_topic, retry_topic
+from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.store.commit_log import inner_from_ext
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from rocketmq_py.broker.controller import BrokerController
 
 log = logging.getLogger("rocketmq.broker")
 

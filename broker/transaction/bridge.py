@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from broker.topic_config_manager import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
-from remoting.protocol.message import (
+from rocketmq_py.broker.topic_config_manager import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     Host,
@@ -27,13 +27,13 @@ from remoting.protocol.message import (
     properties_to_string,
     tags_string_to_tags_code,
 )
-from remoting.protocol.topic import PermName
-from store.commit_log import MessageExtBrokerInner, inner_from_ext
-from store.message_store import GetMessageStatus, PutMessageResult
+from rocketmq_py.remoting.protocol.topic import PermName
+from rocketmq_py.store.commit_log import MessageExtBrokerInner, inner_from_ext
+from rocketmq_py.store.message_store import GetMessageStatus, PutMessageResult
 
 if TYPE_CHECKING:
-    from broker.topic_config_manager import TopicConfigManager
-    from store.message_store import DefaultMessageStore
+    from rocketmq_py.broker.topic_config_manager import TopicConfigManager
+    from rocketmq_py.store.message_store import DefaultMessageStore
 
 # The internal consumer group whose offsets in the half and op topics record check progress
 # (MixAll.CID_SYS_RMQ_TRANS).

@@ -18,18 +18,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from broker.topic_config_manager import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
-from broker.transaction.bridge import CID_RMQ_SYS_TRANS, HALF_QUEUE_ID, TransactionalMessageBridge, check_record
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingError
-from remoting.protocol.message import MessageConst, MessageExt, encode_record
-from remoting.protocol.transaction import CheckTransactionStateRequestHeader
+from rocketmq_py.broker.topic_config_manager import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from rocketmq_py.broker.transaction.bridge import (
+    CID_RMQ_SYS_TRANS,
+    HALF_QUEUE_ID,
+    TransactionalMessageBridge,
+    check_record,
+)
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt, encode_record
+from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
-    from broker.consumer_offset_manager import ConsumerOffsetManager
-    from broker.producer_manager import ProducerManager
+    from rocketmq_py.broker.config import BrokerConfig
+    from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
+    from rocketmq_py.broker.producer_manager import ProducerManager
 
 log = logging.getLogger("rocketmq.broker")
 

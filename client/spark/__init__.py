@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.spark.source import RocketMQDataSource
+from rocketmq_py.client.spark.source import RocketMQDataSource
 
 __all__ = ["RocketMQDataSource", "register"]
 

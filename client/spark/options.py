@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from client.allocate import MessageQueue
-from client.spark.records import tags_of
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.spark.records import tags_of
 
 EARLIEST = "earliest"
 LATEST = "latest"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import socket
 import time
 
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
-from remoting.frame import FrameDecoder, encode_frame
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rocketmq_py.remoting.frame import FrameDecoder, encode_frame
 
 _RECV_SIZE = 1 << 20
 

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from client.errors import MQClientError
-from client.spark.options import SourceOptions
-from client.spark.partitions import QueueRange
-from client.spark.puller import BlockingPuller
-from client.spark.records import RecordColumns
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.spark.options import SourceOptions
+from rocketmq_py.client.spark.partitions import QueueRange
+from rocketmq_py.client.spark.puller import BlockingPuller
+from rocketmq_py.client.spark.records import RecordColumns
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
 
 log = logging.getLogger("rocketmq.spark")
 

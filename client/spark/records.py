@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     HOST_V6_FLAGS,
     MESSAGE_MAGIC_CODE,

@@ -16,10 +16,10 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from client.errors import MQClientError
-from client.message import Message
-from client.spark.options import OptionError, SinkOptions
-from client.sync import BlockingProducer
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.spark.options import OptionError, SinkOptions
+from rocketmq_py.client.sync import BlockingProducer
 
 # A batch's encoded body must stay under the producer's 4 MiB; cut batches well before it.
 MAX_BATCH_BYTES = 1024 * 1024

@@ -24,11 +24,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from client.spark.options import LATEST, SourceOptions, queue_key, sink_options, source_options
-from client.spark.partitions import QueueRange, split_ranges
-from client.spark.reader import data_loss, read_range
-from client.spark.records import SCHEMA_DDL
-from client.spark.topic import QueueState, TopicView, resolve
+from rocketmq_py.client.spark.options import LATEST, SourceOptions, queue_key, sink_options, source_options
+from rocketmq_py.client.spark.partitions import QueueRange, split_ranges
+from rocketmq_py.client.spark.reader import data_loss, read_range
+from rocketmq_py.client.spark.records import SCHEMA_DDL
+from rocketmq_py.client.spark.topic import QueueState, TopicView, resolve
 
 log = logging.getLogger("rocketmq.spark")
 
@@ -48,12 +48,12 @@ class RocketMQDataSource(DataSource):
         return RocketMQStreamReader(source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from client.spark.sink import RocketMQWriter
+        from rocketmq_py.client.spark.sink import RocketMQWriter
 
         return RocketMQWriter(sink_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from client.spark.sink import RocketMQStreamWriter
+        from rocketmq_py.client.spark.sink import RocketMQStreamWriter
 
         return RocketMQStreamWriter(sink_options(self.options), schema)
 

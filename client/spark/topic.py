@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from client.admin import Admin
-from client.allocate import MessageQueue
-from client.errors import MQClientError
-from client.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, queue_key
-from client.sync import run_sync
-from remoting.protocol.route import MASTER_ID
-from remoting.protocol.topic import PermName
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, queue_key
+from rocketmq_py.client.sync import run_sync
+from rocketmq_py.remoting.protocol.route import MASTER_ID
+from rocketmq_py.remoting.protocol.topic import PermName
 
 
 @dataclass(frozen=True)

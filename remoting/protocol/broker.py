@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import Field
 
-from remoting.header import CommandHeader, wire
-from remoting.protocol.heartbeat import SubscriptionData
-from remoting.protocol.json_body import JsonBody
+from rocketmq_py.remoting.header import CommandHeader, wire
+from rocketmq_py.remoting.protocol.heartbeat import SubscriptionData
+from rocketmq_py.remoting.protocol.json_body import JsonBody
 
 
 @dataclass

@@ -11,8 +11,8 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from remoting.header import CommandHeader
-from remoting.protocol.json_body import JsonBody
+from rocketmq_py.remoting.header import CommandHeader
+from rocketmq_py.remoting.protocol.json_body import JsonBody
 
 
 class ConsumeType(StrEnum):

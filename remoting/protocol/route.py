@@ -13,8 +13,8 @@ import zlib
 
 from pydantic import AliasChoices, Field
 
-from remoting.protocol.json_body import JsonBody, unquote_int_keys
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketmq_py.remoting.protocol.json_body import JsonBody, unquote_int_keys
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 
 MASTER_ID = 0
 

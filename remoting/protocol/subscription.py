@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from remoting.protocol.json_body import JsonBody
-from remoting.protocol.topic import DataVersion
+from rocketmq_py.remoting.protocol.json_body import JsonBody
+from rocketmq_py.remoting.protocol.topic import DataVersion
 
 # MixAll.MASTER_ID: slaves have ids > 0.
 MASTER_ID = 0

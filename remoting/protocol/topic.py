@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from remoting.protocol.json_body import JsonBody
+from rocketmq_py.remoting.protocol.json_body import JsonBody
 
 # MixAll's group topics: failed messages of a consumer group come back through its retry topic
 # and end in its dead-letter topic.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remoting.header import CommandHeader
+from rocketmq_py.remoting.header import CommandHeader
 
 
 @dataclass

@@ -13,8 +13,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from store.commit_log import MessageExtBatch
-from store.message_store import DefaultMessageStore, PutMessageStatus
+from rocketmq_py.store.commit_log import MessageExtBatch
+from rocketmq_py.store.message_store import DefaultMessageStore, PutMessageStatus
 from tests.store_helpers import STORE_HOST, message, small_config
 
 WRITERS = 6

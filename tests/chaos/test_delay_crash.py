@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from client import Message, Producer
-from client.errors import MQClientError
-from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from remoting.exceptions import RemotingError
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import Message, Producer
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import start_broker, start_namesrv
 from tests.waiting import wait_until
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from remoting.protocol.message import decode_record
-from store.message_store import DefaultMessageStore, GetMessageStatus
+from rocketmq_py.remoting.protocol.message import decode_record
+from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus
 from tests.chaos.store_writer import body_for
 from tests.integration.daemons import ROOT
 from tests.store_helpers import small_config

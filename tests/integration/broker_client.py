@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.broker import (
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.broker import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
@@ -13,7 +13,7 @@ from remoting.protocol.broker import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
-from remoting.protocol.message import BatchEntry, MessageConst, encode_batch, properties_to_string
+from rocketmq_py.remoting.protocol.message import BatchEntry, MessageConst, encode_batch, properties_to_string
 from tests.waiting import wait_for_async
 
 

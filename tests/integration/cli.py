@@ -12,7 +12,8 @@ from typing import Any
 
 from tests.integration.daemons import ROOT
 
-CLI_MODULES = {"mqadmin": "tools.mqadmin", "mqbench": "tools.benchmark", "mqcluster": "tools.mqcluster"}
+CLI_MODULES = {"mqadmin": "rocketmq_py.tools.mqadmin", "mqbench": "rocketmq_py.tools.benchmark",
+               "mqcluster": "rocketmq_py.tools.mqcluster"}
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from remoting import RemotingClient
+from rocketmq_py.remoting import RemotingClient
 from tests.integration.daemons import Daemon, DaemonSet
 
 

@@ -95,7 +95,7 @@ def start_namesrv(home: str, *options: str, config_file: str | None = None, time
     """A NameServer on 127.0.0.1 with a free port and its own home dir; ``options`` are key=value
     overrides applied after ``config_file`` (a RocketMQ properties file, as ``-c`` takes)."""
     os.makedirs(home, exist_ok=True)
-    args = ["namesrv.startup", "--home", home, "--listen-port", "0", "--bind-address", "127.0.0.1"]
+    args = ["rocketmq_py.namesrv.startup", "--home", home, "--listen-port", "0", "--bind-address", "127.0.0.1"]
     if config_file is not None:
         args += ["-c", config_file]
     for option in options:
@@ -106,7 +106,8 @@ def start_namesrv(home: str, *options: str, config_file: str | None = None, time
 def start_broker(home: str, namesrv_addr: str, *options: str, name: str = "broker-a", timeout: float = 60.0) -> Daemon:
     """A Broker on 127.0.0.1 with a free port, its store under ``home``, registered with ``namesrv_addr``."""
     os.makedirs(home, exist_ok=True)
-    args = ["broker.startup", "-n", namesrv_addr, "--listen-port", "0", "--store", os.path.join(home, "store"),
+    args = ["rocketmq_py.broker.startup", "-n", namesrv_addr, "--listen-port", "0",
+            "--store", os.path.join(home, "store"),
             "-o", "brokerIP1=127.0.0.1", "-o", "bindAddress=127.0.0.1", "-o", f"brokerName={name}",
             "-o", f"rocketmqHome={home}"]
     for option in options:

@@ -2,9 +2,9 @@
 
 import sys
 
-from client import Message
-from client.sync import BlockingLitePullConsumer, BlockingProducer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client import Message
+from rocketmq_py.client.sync import BlockingLitePullConsumer, BlockingProducer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 
 
 def consume_from_first(group: str, namesrv: str, topic: str, count: int, polls: int = 60) -> list[bytes]:

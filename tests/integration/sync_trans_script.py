@@ -7,8 +7,8 @@ which thread each listener call ran in, each transaction's outcome, and what a c
 import sys
 import threading
 
-from client import LocalTransactionState, Message
-from client.sync import BlockingTransactionProducer
+from rocketmq_py.client import LocalTransactionState, Message
+from rocketmq_py.client.sync import BlockingTransactionProducer
 from tests.integration.sync_script import consume_from_first
 
 DECISIONS = {b"commit-me": LocalTransactionState.COMMIT_MESSAGE,

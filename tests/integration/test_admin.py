@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from client import Message, NoRouteError, Producer
-from client.admin import Admin
-from client.lite_pull_consumer import LitePullConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client import Message, NoRouteError, Producer
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import start_broker, start_namesrv
 
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from client import Admin, LitePullConsumer, PushConsumer
-from client.allocate import (
+from rocketmq_py.client import Admin, LitePullConsumer, PushConsumer
+from rocketmq_py.client.allocate import (
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
     AllocateMessageQueueByMachineRoom,
     MessageQueue,
 )
-from client.errors import NoRouteError
-from client.push_consumer import ConsumeConcurrentlyStatus
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client.errors import NoRouteError
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_for_async, wait_until
 

@@ -20,7 +20,7 @@ from tests.integration.scrape import metrics_addr, scrape_async
 def standalone(tmp_path: str) -> Iterator[tuple[Daemon, str]]:
     home = os.path.join(str(tmp_path), "standalone")
     os.makedirs(home)
-    d = _spawn("mqstandalone", ["mqstandalone", "--port", "0", "--broker-port", "0", "--home", home,
+    d = _spawn("mqstandalone", ["rocketmq_py.standalone", "--port", "0", "--broker-port", "0", "--home", home,
                                 "--metrics-port", "0"], home, "boot success. serializeType=JSON and name server")
     try:
         ns_line = next(ln for ln in d.lines if "The Name Server boot success" in ln)

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.message import decode_offset_msg_id, decode_records
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
 from tests.integration.broker_client import batch_request, call, pull_request, send_request
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 
@@ -187,7 +187,7 @@ async def test_sigkill_loses_no_acknowledged_message(tmp_path: str, client: Remo
 
 
 async def test_consumer_membership_change_is_notified(cluster: tuple[Daemon, Daemon]) -> None:
-    from remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
+    from rocketmq_py.remoting.protocol.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
 
     _, broker = cluster
     notified: asyncio.Queue[str] = asyncio.Queue()

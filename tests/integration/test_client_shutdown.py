@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from client import LitePullConsumer, Message, Producer, PushConsumer
-from client.push_consumer import ConsumeConcurrentlyStatus
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import LitePullConsumer, Message, Producer, PushConsumer
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 

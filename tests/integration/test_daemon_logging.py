@@ -35,15 +35,16 @@ def test_log_dir_and_level_flags(tmp_path: str) -> None:
     home = os.path.join(str(tmp_path), "ns")
     log_dir = os.path.join(str(tmp_path), "elsewhere")
     os.makedirs(home)
-    d = _spawn("mqnamesrv", ["namesrv.startup", "--home", home, "--listen-port", "0", "--bind-address", "127.0.0.1",
-                             "--log-dir", log_dir, "--log-level", "WARNING"], home, "The Name Server boot success")
+    d = _spawn("mqnamesrv", ["rocketmq_py.namesrv.startup", "--home", home, "--listen-port", "0",
+                             "--bind-address", "127.0.0.1", "--log-dir", log_dir, "--log-level", "WARNING"],
+               home, "The Name Server boot success")
     try:
         text = _read(os.path.join(log_dir, "namesrv.log"))
         assert "boot success" not in text and "listenPort=" not in text  # INFO is below WARNING
         assert not os.path.exists(os.path.join(home, "logs", "rocketmqlogs", "namesrv.log"))
     finally:
         assert d.stop() == 0
-    bad = subprocess.run([sys.executable, "-m", "namesrv.startup", "--home", home, "--listen-port", "0",
+    bad = subprocess.run([sys.executable, "-m", "rocketmq_py.namesrv.startup", "--home", home, "--listen-port", "0",
                           "--log-level", "LOUD"], capture_output=True, text=True, timeout=60, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert bad.returncode == 1

@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Iterator
 
 import pytest
 
-from client import Admin, Message, Producer
-from client.allocate import MessageQueue
-from client.errors import NoRouteError
-from client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
-from remoting import RemotingClient, RequestCode, ResponseCode
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageConst, MessageExt
-from store.config import SCHEDULE_TOPIC
+from rocketmq_py.client import Admin, Message, Producer
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import NoRouteError
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer
+from rocketmq_py.remoting import RemotingClient, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
+from rocketmq_py.store.config import SCHEDULE_TOPIC
 from tests.integration.broker_client import call, pull_request, send_request
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_for_async, wait_until
@@ -113,7 +113,11 @@ async def test_a_committed_half_message_with_a_delay_level_waits(cluster: tuple[
                                                                  client: RemotingClient) -> None:
     """Java's producer drops the delay of a transactional message, but its broker parks a
     committed message that carries one (from any other client): so does this one."""
-    from remoting.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, decode_offset_msg_id
+    from rocketmq_py.remoting.protocol.message import (
+        TRANSACTION_COMMIT_TYPE,
+        TRANSACTION_PREPARED_TYPE,
+        decode_offset_msg_id,
+    )
 
     ns, broker = cluster[0].addr, cluster[1].addr
     async with Producer("pg_tx_delay", ns) as p:
@@ -294,7 +298,7 @@ async def test_send_back_bad_input_changes_nothing(cluster: tuple[Daemon, Daemon
 
 
 def sent_offset(sent: object) -> int:
-    from remoting.protocol.message import decode_offset_msg_id
+    from rocketmq_py.remoting.protocol.message import decode_offset_msg_id
 
     return decode_offset_msg_id(sent.offset_msg_id)[1]  # type: ignore[attr-defined]
 
@@ -305,7 +309,7 @@ async def topic_list(ns: str) -> list[str]:
 
 
 async def test_orderly_failure_stays_in_place_then_goes_to_the_dlq(cluster: tuple[Daemon, Daemon]) -> None:
-    from client import select_by_hash
+    from rocketmq_py.client import select_by_hash
 
     ns = cluster[0].addr
     async with Producer("pg_order_dlq", ns) as p:
@@ -336,7 +340,7 @@ async def test_orderly_failure_stays_in_place_then_goes_to_the_dlq(cluster: tupl
 
 
 async def test_orderly_order_holds_across_a_rebalance(cluster: tuple[Daemon, Daemon]) -> None:
-    from client import select_by_hash
+    from rocketmq_py.client import select_by_hash
 
     ns = cluster[0].addr
     keys = [f"key-{k}" for k in range(8)]

@@ -14,19 +14,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import Message, MessageSelector, MQBrokerError, Producer
-from client.lite_pull_consumer import LitePullConsumer
-from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.broker import FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullMessageRequestHeader
-from remoting.protocol.heartbeat import (
+from rocketmq_py.client import Message, MessageSelector, MQBrokerError, Producer
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.broker import FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullMessageRequestHeader
+from rocketmq_py.remoting.protocol.heartbeat import (
     CheckClientRequestBody,
     ConsumeFromWhere,
     ConsumerData,
     HeartbeatData,
     SubscriptionData,
 )
-from remoting.protocol.message import MessageExt, decode_records
+from rocketmq_py.remoting.protocol.message import MessageExt, decode_records
 from tests.integration.broker_client import wait_for_route
 from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
 from tests.waiting import wait_until

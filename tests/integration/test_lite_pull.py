@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import Message, MessageQueue, Producer
-from client.lite_pull_consumer import LitePullConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client import Message, MessageQueue, Producer
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_until
 

@@ -8,11 +8,11 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter
 
-from client import Message, Producer
-from client.admin import Admin
-from client.lite_pull_consumer import LitePullConsumer
-from remoting.metrics import MetricsHttpServer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client import Message, Producer
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.remoting.metrics import MetricsHttpServer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import DaemonSet
 from tests.integration.scrape import metrics_addr, scrape_async
 

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from client import Message, Producer
-from client.admin import Admin
-from client.lite_pull_consumer import LitePullConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.client import Message, Producer
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.tools.mqadmin import app
 from tests.integration.cli import run_cli, run_cli_async
 from tests.integration.daemons import Daemon, DaemonSet
-from tools.mqadmin import app
 
 COMMANDS = ["updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "clusterList", "brokerStatus",
             "updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection", "producerConnection",

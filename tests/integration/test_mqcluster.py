@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from rocketmq_py.tools.cluster_topology import TOPOLOGY
+from rocketmq_py.tools.mqcluster import load_state, pid_alive, stop_services
 from tests.integration.cli import run_cli
 from tests.integration.daemons import ROOT
-from tools.cluster_topology import TOPOLOGY
-from tools.mqcluster import load_state, pid_alive, stop_services
 
 COMPOSE = os.path.join(ROOT, "docker-compose.yml")
 IMAGE_ROOT = "/opt/rocketmq-py/"

@@ -11,11 +11,11 @@ import zlib
 
 import pytest
 
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.json_body import loads
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader
-from remoting.protocol.route import ClusterInfo, RegisterBrokerBody, TopicRouteData
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.json_body import loads
+from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.route import ClusterInfo, RegisterBrokerBody, TopicRouteData
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from tests.integration.daemons import Daemon, DaemonSet
 
 # Shortened liveness (ms) so expiry is observable in seconds; passed as a properties file (-c).

@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from client import ConsumeConcurrentlyStatus, LitePullConsumer, Message, Producer, PushConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import ConsumeConcurrentlyStatus, LitePullConsumer, Message, Producer, PushConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from client import (
+from rocketmq_py.client import (
     Admin,
     ClientStateError,
     LitePullConsumer,
@@ -21,9 +21,9 @@ from client import (
     SendStatus,
     select_by_hash,
 )
-from remoting import RemotingClient, RemotingCommand, RequestCode
-from remoting.codes import SerializeType
-from remoting.protocol.message import COMPRESSED_FLAG, decode_records
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode
+from rocketmq_py.remoting.codes import SerializeType
+from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, decode_records
 from tests.integration.broker_client import call, pull_request
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_until

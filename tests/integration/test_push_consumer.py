@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import Message, Producer
-from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import Message, Producer
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.broker_client import wait_for_route
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_until
@@ -99,7 +99,7 @@ async def test_restart_resumes_from_committed_offset(cluster: tuple[Daemon, Daem
 
 async def test_broadcasting_delivers_everything_to_each_and_keeps_local_offsets(
         cluster: tuple[Daemon, Daemon], tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from remoting.protocol.heartbeat import MessageModel
+    from rocketmq_py.remoting.protocol.heartbeat import MessageModel
 
     monkeypatch.setenv("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR", str(tmp_path))
     ns = cluster[0].addr
@@ -154,8 +154,8 @@ async def test_consume_from_timestamp(cluster: tuple[Daemon, Daemon]) -> None:
 
 
 async def test_orderly_keeps_per_key_order_across_a_failure(cluster: tuple[Daemon, Daemon]) -> None:
-    from client import select_by_hash
-    from client.push_consumer import ConsumeOrderlyStatus
+    from rocketmq_py.client import select_by_hash
+    from rocketmq_py.client.push_consumer import ConsumeOrderlyStatus
 
     ns = cluster[0].addr
     async with Producer("pg_order", ns) as p:

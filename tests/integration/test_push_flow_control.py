@@ -8,9 +8,9 @@ import asyncio
 import time
 from collections import Counter
 
-from client import Admin, ConsumeConcurrentlyStatus, Message, MQClientError, Producer, PushConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import Admin, ConsumeConcurrentlyStatus, Message, MQClientError, Producer, PushConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from remoting import RemotingCommand, ResponseCode, encode_frame
+from rocketmq_py.remoting import RemotingCommand, ResponseCode, encode_frame
 from tests.integration.remoting_server import ECHO
 from tests.integration.test_remoting_server import start_server, stop_server
 

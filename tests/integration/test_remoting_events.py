@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from remoting import (
+from rocketmq_py.remoting import (
     ConnectionEvents,
     RemotingClient,
     RemotingCommand,

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from remoting import (
+from rocketmq_py.remoting import (
     RemotingClient,
     RemotingCommand,
     RemotingSendRequestError,
@@ -116,7 +116,7 @@ async def test_sync_timeout(client: RemotingClient, addr: str) -> None:
 
 
 async def test_async_timeout_found_by_scan(addr: str) -> None:
-    from remoting import ClientConfig
+    from rocketmq_py.remoting import ClientConfig
 
     c = RemotingClient(ClientConfig(scan_interval=0.1))
     try:
@@ -221,7 +221,7 @@ async def test_rpc_hooks_see_request_and_response(addr: str) -> None:
 
 
 async def test_response_table_is_bounded(addr: str) -> None:
-    from remoting import ClientConfig, RemotingTooMuchRequestError
+    from rocketmq_py.remoting import ClientConfig, RemotingTooMuchRequestError
 
     c = RemotingClient(ClientConfig(max_pending=10))
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from client import Admin, ConsumeConcurrentlyStatus, Message, MessageQueue, Producer, PushConsumer
-from client.lite_pull_consumer import LitePullConsumer
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import Admin, ConsumeConcurrentlyStatus, Message, MessageQueue, Producer, PushConsumer
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from client import Admin, Message, Producer
+from rocketmq_py.client import Admin, Message, Producer
 from tests.integration.daemons import DaemonSet
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import time
 
-from client import Admin, Message, Producer
-from client.allocate import MessageQueue
-from client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from client.running_info import (
+from rocketmq_py.client import Admin, Message, Producer
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_py.client.running_info import (
     PROP_CLIENT_VERSION,
     PROP_CONSUME_TYPE,
     PROP_CONSUMER_START_TIMESTAMP,
     PROP_THREADPOOL_CORE_SIZE,
 )
-from remoting.protocol.heartbeat import ConsumeFromWhere
-from remoting.protocol.message import MessageExt
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 

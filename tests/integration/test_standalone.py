@@ -10,8 +10,9 @@ from tests.integration.daemons import ROOT
 
 
 def test_standalone_demo_runs_end_to_end(tmp_path: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "mqstandalone", "--demo-only", "--port", "0", "--broker-port", "0",
-                          "--home", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "rocketmq_py.standalone", "--demo-only", "--port", "0",
+                          "--broker-port", "0", "--home", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 0, out.stderr
     assert "The Name Server boot success" in out.stdout and "boot success. serializeType=JSON and name" in out.stdout

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from client import LocalTransactionState, Message, TransactionProducer, TransactionSendResult
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id, decode_records
-from remoting.protocol.transaction import EndTransactionRequestHeader
+from rocketmq_py.client import LocalTransactionState, Message, TransactionProducer, TransactionSendResult
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id, decode_records
+from rocketmq_py.remoting.protocol.transaction import EndTransactionRequestHeader
 from tests.integration.broker_client import call, pull_request, send_request
 from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
 from tests.waiting import wait_for_async, wait_until

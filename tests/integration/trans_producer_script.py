@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from client import LocalTransactionState, Message, TransactionProducer
-from remoting.protocol.message import MessageExt
+from rocketmq_py.client import LocalTransactionState, Message, TransactionProducer
+from rocketmq_py.remoting.protocol.message import MessageExt
 
 
 class Undecided:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from client.admin import Admin
-from client.allocate import MessageQueue
-from client.message import Message, SendResult
-from client.sync import BlockingProducer, run_sync
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.message import Message, SendResult
+from rocketmq_py.client.sync import BlockingProducer, run_sync
 from tests.integration.conftest import daemons  # noqa: F401  (the per-test cluster fixture)
 from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
@@ -32,7 +32,7 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    import client.spark
+    import rocketmq_py.client.spark
 
     session = (SparkSession.builder.master("local[2]").appName("rocketmq-py-tests")
                .config("spark.ui.enabled", "false")
@@ -40,7 +40,7 @@ def spark() -> Iterator[Any]:
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
                .getOrCreate())
-    client.spark.register(session)
+    rocketmq_py.client.spark.register(session)
     try:
         yield session
     finally:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from client.message import Message
+from rocketmq_py.client.message import Message
 from tests.integration.daemons import Daemon
 from tests.spark.conftest import create_topic, send
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.spark.options import OptionError, sink_options, source_options
-from client.spark.partitions import QueueRange, split_ranges
-from client.spark.records import RecordColumns
-from client.spark.source import cap_offsets
-from remoting.protocol.message import COMPRESSED_FLAG, MessageExt, encode_record
+from rocketmq_py.client.spark.options import OptionError, sink_options, source_options
+from rocketmq_py.client.spark.partitions import QueueRange, split_ranges
+from rocketmq_py.client.spark.records import RecordColumns
+from rocketmq_py.client.spark.source import cap_offsets
+from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, encode_record
 
 BASE = {"namesrvAddr": "127.0.0.1:9876", "topic": "T"}
 

@@ -6,14 +6,14 @@ import os
 
 import pytest
 
-from client.message import Message
-from client.spark.options import source_options
-from client.spark.partitions import QueueRange
-from client.spark.puller import BlockingPuller
-from client.spark.reader import read_range
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.exceptions import RemotingConnectError, RemotingTimeoutError
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.spark.options import source_options
+from rocketmq_py.client.spark.partitions import QueueRange
+from rocketmq_py.client.spark.puller import BlockingPuller
+from rocketmq_py.client.spark.reader import read_range
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from tests.integration.daemons import Daemon
 from tests.spark.conftest import create_topic, send
 

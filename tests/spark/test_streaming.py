@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from client.admin import Admin
-from client.message import Message
-from client.sync import run_sync
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.sync import run_sync
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.spark.conftest import create_topic, send, stats
 

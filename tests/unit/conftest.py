@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from store.message_store import DefaultMessageStore
+from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.store_helpers import small_config
 
 

@@ -8,15 +8,15 @@ import os
 
 import pytest
 
-from broker.client_channel import ClientChannelInfo
-from broker.consumer_manager import ConsumerManager
-from broker.consumer_offset_manager import ConsumerOffsetManager
-from broker.producer_manager import ProducerManager
-from broker.rebalance_lock_manager import RebalanceLockManager
-from broker.subscription_group_manager import SubscriptionGroupManager
-from remoting.connection import RemotingConnection
-from remoting.processor import ProcessorTable
-from remoting.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketmq_py.broker.client_channel import ClientChannelInfo
+from rocketmq_py.broker.consumer_manager import ConsumerManager
+from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
+from rocketmq_py.broker.producer_manager import ProducerManager
+from rocketmq_py.broker.rebalance_lock_manager import RebalanceLockManager
+from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManager
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.processor import ProcessorTable
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 
 CLUSTERING, PUSH = MessageModel.CLUSTERING, ConsumeType.CONSUME_PASSIVELY
 LAST = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from remoting import busy_poll
-from remoting.busy_poll import BusyPoller, busy_poller
+from rocketmq_py.remoting import busy_poll
+from rocketmq_py.remoting.busy_poll import BusyPoller, busy_poller
 from tests.waiting import wait_until
 
 

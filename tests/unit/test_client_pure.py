@@ -7,17 +7,17 @@ import datetime as dt
 
 import pytest
 
-from client.allocate import MessageQueue
-from client.errors import NoRouteError
-from client.instance import ClientConfig, MQClientInstance
-from client.latency import LatencyFaultTolerance
-from client.message import Message
-from client.message_id import MessageClientIDSetter
-from client.producer import Producer
-from remoting.codes import RequestCode
-from remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from remoting.protocol.message import properties_to_string
-from remoting.protocol.route import TopicRouteData
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import NoRouteError
+from rocketmq_py.client.instance import ClientConfig, MQClientInstance
+from rocketmq_py.client.latency import LatencyFaultTolerance
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.message_id import MessageClientIDSetter
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_py.remoting.protocol.message import properties_to_string
+from rocketmq_py.remoting.protocol.route import TopicRouteData
 from tests.waiting import wait_until
 
 

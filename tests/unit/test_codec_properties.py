@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
+from rocketmq_py.remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40)
 _int32 = st.integers(-(2**31), 2**31 - 1)

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from broker.config import BrokerConfig
-from namesrv.config import NamesrvConfig
-from remoting.properties import apply_properties, read_properties_file
-from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.namesrv.config import NamesrvConfig
+from rocketmq_py.remoting.properties import apply_properties, read_properties_file
+from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.store.config import MessageStoreConfig
 
 CONF = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "conf")
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from remoting import CommandHeader, FrameDecoder, FrameError, HeaderError, RemotingCommand, encode_frame, wire
+from rocketmq_py.remoting import (
+    CommandHeader,
+    FrameDecoder,
+    FrameError,
+    HeaderError,
+    RemotingCommand,
+    encode_frame,
+    wire,
+)
 
 
 def test_size_guard_rejects_before_buffering() -> None:

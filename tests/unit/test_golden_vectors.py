@@ -7,8 +7,8 @@ import struct
 import msgpack
 import pytest
 
-from remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
-from remoting.frame import FrameError
+from rocketmq_py.remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
+from rocketmq_py.remoting.frame import FrameError
 
 
 def _frame(stype: int, header: bytes, body: bytes = b"") -> bytes:

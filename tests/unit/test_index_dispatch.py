@@ -11,9 +11,9 @@ import sys
 import textwrap
 import time
 
-from remoting.protocol.message import decode_record
-from store.index_dispatch import read_indexed_offset, wait_for_previous_child
-from store.message_store import DefaultMessageStore
+from rocketmq_py.remoting.protocol.message import decode_record
+from rocketmq_py.store.index_dispatch import read_indexed_offset, wait_for_previous_child
+from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.store_helpers import batch, message, small_config
 from tests.waiting import wait_until
 
@@ -129,7 +129,7 @@ async def test_the_child_leaves_when_its_store_process_dies(tmp_path: str) -> No
     root = str(tmp_path)
     script = textwrap.dedent(f"""
         import asyncio, sys
-        from store.message_store import DefaultMessageStore
+        from rocketmq_py.store.message_store import DefaultMessageStore
         from tests.store_helpers import batch, message, small_config
         async def main():
             s = DefaultMessageStore(small_config({root!r}))

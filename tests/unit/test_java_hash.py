@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol.message import java_string_hash, tags_string_to_tags_code
-from store.index_file import key_hash, topic_key_hash
+from rocketmq_py.remoting.protocol.message import java_string_hash, tags_string_to_tags_code
+from rocketmq_py.store.index_file import key_hash, topic_key_hash
 
 
 def reference(s: str) -> int:

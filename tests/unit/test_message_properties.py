@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     find_property,
     find_raw_property,
     properties_to_string,

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from namesrv.config import NamesrvConfig
-from namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from namesrv.startup import build_config
-from remoting.properties import ConfigError
+from rocketmq_py.namesrv.config import NamesrvConfig
+from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
+from rocketmq_py.namesrv.startup import build_config
+from rocketmq_py.remoting.properties import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -80,7 +80,7 @@ def test_defaults_are_rocketmqs() -> None:
     assert (c.productEnvName, c.clusterTest, c.orderMessageEnable) == ("center", False, False)
 
 
-LAUNCHERS = [[sys.executable, "-m", "namesrv.startup"], [os.path.join(ROOT, "bin", "mqnamesrv")]]
+LAUNCHERS = [[sys.executable, "-m", "rocketmq_py.namesrv.startup"], [os.path.join(ROOT, "bin", "mqnamesrv")]]
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -97,8 +97,8 @@ def test_print_config_and_exit(tmp_path: str, launcher: list[str]) -> None:
 
 
 def test_bad_option_exits_with_usage_error(tmp_path: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "namesrv.startup", "-o", "listenPort=abc", "-p"], capture_output=True,
-                         text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    out = subprocess.run([sys.executable, "-m", "rocketmq_py.namesrv.startup", "-o", "listenPort=abc", "-p"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 2 and "listenPort" in out.stderr
 
 
@@ -109,7 +109,7 @@ def test_unreadable_kv_config_refuses_to_start(tmp_path: str) -> None:
     for name in ("kvConfig.json", "kvConfig.json.bak"):
         with open(os.path.join(str(tmp_path), "namesrv", name), "w", encoding="utf-8") as f:
             f.write("{not json")
-    out = subprocess.run([sys.executable, "-m", "namesrv.startup", "--home", str(tmp_path), "-l", "0",
+    out = subprocess.run([sys.executable, "-m", "rocketmq_py.namesrv.startup", "--home", str(tmp_path), "-l", "0",
                           "--bind-address", "127.0.0.1"], capture_output=True, text=True, timeout=60, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": ROOT})
     assert out.returncode == 1 and "cannot start" in out.stderr and "kvConfig.json" in out.stderr

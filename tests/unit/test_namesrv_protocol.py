@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remoting.protocol.json_body import loads
-from remoting.protocol.namesrv import RegisterBrokerRequestHeader
-from remoting.protocol.route import (
+from rocketmq_py.remoting.protocol.json_body import loads
+from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.route import (
     BrokerData,
     ClusterInfo,
     KVTable,
@@ -21,7 +21,7 @@ from remoting.protocol.route import (
     TopicList,
     TopicRouteData,
 )
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 
 # The standard-form example of headers.md §7, byte for byte (fastjson: sorted fields, no spaces).
 SPEC_ROUTE = (b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a",'

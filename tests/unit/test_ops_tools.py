@@ -10,19 +10,19 @@ from datetime import datetime
 import pytest
 from prometheus_client import CollectorRegistry
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.metrics import BrokerMetrics, count_records
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
-from remoting.logsetup import reset_logging, setup_logging
-from remoting.metrics import TimedProcessor, request_latency_histogram
-from remoting.processor import ProcessorTable, RequestProcessor
-from remoting.protocol.message import MessageExt, encode_record
-from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
-from tools.bench_stats import LatencyRecorder, percentile
-from tools.mqadmin.common import CommandError, parse_timestamp
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.controller import BrokerController
+from rocketmq_py.broker.metrics import BrokerMetrics, count_records
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.logsetup import reset_logging, setup_logging
+from rocketmq_py.remoting.metrics import TimedProcessor, request_latency_histogram
+from rocketmq_py.remoting.processor import ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.protocol.message import MessageExt, encode_record
+from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.store.config import MessageStoreConfig
+from rocketmq_py.tools.bench_stats import LatencyRecorder, percentile
+from rocketmq_py.tools.mqadmin.common import CommandError, parse_timestamp
 
 
 def test_percentile_is_nearest_rank() -> None:

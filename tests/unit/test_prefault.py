@@ -1,4 +1,4 @@
-"""store.prefault: CommitLog pages are faulted in ahead of the writer by a thread, and only there;
+"""rocketmq_py.store.prefault: CommitLog pages are faulted in ahead of the writer by a thread, and only there;
 new files are not read ahead in the writer's thread.
 
 Residency is read with mincore(2) on the store's own mapping, so these tests see what the kernel
@@ -16,11 +16,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from store.commit_log import COMMIT_LOG_NO_READAHEAD, CommitLog
-from store.config import FlushDiskType, MessageStoreConfig
-from store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from store.mapped_file import MappedFile
-from store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE
+from rocketmq_py.store.commit_log import COMMIT_LOG_NO_READAHEAD, CommitLog
+from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.mapped_file import MappedFile
+from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE
 from tests.store_helpers import message
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise populate is Linux's")

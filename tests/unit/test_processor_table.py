@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from remoting.codes import ResponseCode, SerializeType
-from remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.frame import encode_frame
-from remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.codes import ResponseCode, SerializeType
+from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.frame import encode_frame
+from rocketmq_py.remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
 
 
 class _Conn:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.pull_hold import PullRequest, PullRequestHoldService
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
+from rocketmq_py.broker.pull_hold import PullRequest, PullRequestHoldService
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
 
 
 class _OpenChannel(RemotingConnection):
@@ -25,7 +25,7 @@ async def _service(max_offsets: dict[tuple[str, int], int]) -> tuple[PullRequest
 
 
 def _pull(opaque: int, offset: int, suspend: float = 30.0, tag: int | None = None) -> PullRequest:
-    from remoting.processor import ProcessorTable
+    from rocketmq_py.remoting.processor import ProcessorTable
 
     request = RemotingCommand(11, opaque=opaque)
     return PullRequest(request, _OpenChannel(ProcessorTable()), "T", 0, offset, suspend,

@@ -7,9 +7,9 @@ import zlib
 
 import pytest
 
-from client.allocate import MessageQueue
-from client.lite_pull_consumer import _decode_pulled
-from remoting.protocol.message import (
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.lite_pull_consumer import _decode_pulled
+from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     BatchEntry,
     MessageExt,

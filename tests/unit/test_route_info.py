@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from namesrv.route_info import RouteInfoManager
-from remoting.protocol.json_body import loads
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_py.namesrv.route_info import RouteInfoManager
+from rocketmq_py.remoting.protocol.json_body import loads
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 A1, A2, A1S = "10.0.0.1:10911", "10.0.0.2:10911", "10.0.0.3:10911"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from namesrv.route_info import RouteInfoManager
-from remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_py.namesrv.route_info import RouteInfoManager
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 TOPICS = ["T0", "T1", "T2", "T3"]
 BROKERS = ["broker-a", "broker-b", "broker-c"]

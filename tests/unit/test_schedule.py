@@ -9,10 +9,10 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from broker.schedule_message_service import DelayLevelError, ScheduleMessageService
-from remoting.protocol.message import MessageConst
-from store.config import SCHEDULE_TOPIC, MessageStoreConfig, parse_delay_levels
-from store.message_store import DefaultMessageStore
+from rocketmq_py.broker.schedule_message_service import DelayLevelError, ScheduleMessageService
+from rocketmq_py.remoting.protocol.message import MessageConst
+from rocketmq_py.store.config import SCHEDULE_TOPIC, MessageStoreConfig, parse_delay_levels
+from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.integration.daemons import ROOT
 
 
@@ -30,7 +30,7 @@ def test_a_bad_level_table_is_refused_by_name(bad: str) -> None:
 
 
 def test_broker_with_a_bad_level_table_refuses_to_start(tmp_path: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "broker.startup", "--store", str(tmp_path), "-o",
+    r = subprocess.run([sys.executable, "-m", "rocketmq_py.broker.startup", "--store", str(tmp_path), "-o",
                         "messageDelayLevel=1s 2q"], capture_output=True, text=True, timeout=60, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 2 and "messageDelayLevel" in r.stderr and "'2q'" in r.stderr

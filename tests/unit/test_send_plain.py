@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
-import broker.processors.send as send
-from broker.config import BrokerConfig
-from broker.processors.send import SendMessageProcessor, _plain_properties
-from broker.stats import BrokerStats
-from broker.topic_config_manager import TopicConfigManager
-from remoting.codes import RequestCode, ResponseCode, SerializeType
-from remoting.command import RemotingCommand
-from remoting.connection import RemotingConnection
-from remoting.frame import FrameDecoder, encode_frame
-from remoting.header import HeaderError
-from remoting.processor import ProcessorTable
-from remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
-from remoting.protocol.topic import TopicConfig
-from store.config import FlushDiskType
-from store.message_store import DefaultMessageStore
+import rocketmq_py.broker.processors.send as send
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.processors.send import SendMessageProcessor, _plain_properties
+from rocketmq_py.broker.stats import BrokerStats
+from rocketmq_py.broker.topic_config_manager import TopicConfigManager
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode, SerializeType
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.frame import FrameDecoder, encode_frame
+from rocketmq_py.remoting.header import HeaderError
+from rocketmq_py.remoting.processor import ProcessorTable
+from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
+from rocketmq_py.remoting.protocol.topic import TopicConfig
+from rocketmq_py.store.config import FlushDiskType
+from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.store_helpers import STORE_HOST, small_config
 
 CLUSTER = ("C1", "\x02CLUSTER\x01C1", "CLUSTER\x01C1")

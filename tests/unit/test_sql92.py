@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.filter import FilterError, compile_sql92
-from broker.filter.expression_filter import compile_cached, filter_records, record_properties
-from client.message_selector import MessageSelector
-from remoting.protocol.heartbeat import SUB_ALL, ExpressionType
-from remoting.protocol.message import (
+from rocketmq_py.broker.filter import FilterError, compile_sql92
+from rocketmq_py.broker.filter.expression_filter import compile_cached, filter_records, record_properties
+from rocketmq_py.client.message_selector import MessageSelector
+from rocketmq_py.remoting.protocol.heartbeat import SUB_ALL, ExpressionType
+from rocketmq_py.remoting.protocol.message import (
     BORNHOST_V6_FLAG,
     STOREHOSTADDRESS_V6_FLAG,
     MessageExt,
@@ -168,7 +168,7 @@ def test_message_selector() -> None:
 
 
 def test_build_subscription_for_sql_has_no_tag_filter() -> None:
-    from client.lite_pull_consumer import build_subscription
+    from rocketmq_py.client.lite_pull_consumer import build_subscription
 
     sub = build_subscription("T", MessageSelector.by_sql("a > 1"))
     assert (sub.expressionType, sub.subString, sub.tagsSet, sub.codeSet) == ("SQL92", "a > 1", [], [])

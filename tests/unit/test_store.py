@@ -11,16 +11,16 @@ import zlib
 
 import pytest
 
-from remoting.protocol.message import (
+from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     decode_offset_msg_id,
     decode_record,
     tags_string_to_tags_code,
 )
-from store.commit_log import MessageExtBrokerInner, RunEntry
-from store.config import FlushDiskType
-from store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
+from rocketmq_py.store.commit_log import MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.config import FlushDiskType
+from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, batch, message, small_config
 
 
@@ -389,7 +389,7 @@ async def test_sync_flush_group_commit(tmp_path: str) -> None:
     await s.load()
     await s.start()
     try:
-        import store.mapped_file as mapped_file
+        import rocketmq_py.store.mapped_file as mapped_file
 
         calls = 0
         real = mapped_file._datasync
@@ -417,7 +417,7 @@ async def test_sync_flush_timeout(tmp_path: str) -> None:
     await s.start()
     import time
 
-    import store.mapped_file as mapped_file
+    import rocketmq_py.store.mapped_file as mapped_file
 
     real = mapped_file._datasync
     mapped_file._datasync = lambda fd: time.sleep(0.3)  # type: ignore[assignment]

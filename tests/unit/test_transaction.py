@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.consumer_offset_manager import ConsumerOffsetManager
-from broker.processors.end_transaction import check_prepare_message
-from broker.topic_config_manager import TopicConfigManager
-from broker.transaction.bridge import (
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
+from rocketmq_py.broker.processors.end_transaction import check_prepare_message
+from rocketmq_py.broker.topic_config_manager import TopicConfigManager
+from rocketmq_py.broker.transaction.bridge import (
     CID_RMQ_SYS_TRANS,
     TransactionalMessageBridge,
     check_record,
@@ -20,17 +20,17 @@ from broker.transaction.bridge import (
     parse_half_message_inner,
     reset_transaction_value,
 )
-from broker.transaction.check_service import (
+from rocketmq_py.broker.transaction.check_service import (
     TransactionalMessageCheckService,
     immunity_ms,
     next_op_offset,
     read_op_progress,
 )
-from client import ClientStateError, LocalTransactionState, Message, TransactionProducer
-from client.transaction_producer import _call
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.protocol.message import (
+from rocketmq_py.client import ClientStateError, LocalTransactionState, Message, TransactionProducer
+from rocketmq_py.client.transaction_producer import _call
+from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     MessageConst,
@@ -38,8 +38,8 @@ from remoting.protocol.message import (
     decode_record,
     string_to_properties,
 )
-from remoting.protocol.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from store.message_store import DefaultMessageStore
+from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.store_helpers import STORE_HOST, message
 from tests.waiting import wait_until
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tools import benchmark
-from tools.mqadmin import cluster_commands, consumer_commands, message_commands, topic_commands
-from tools.mqadmin.app import app
-from tools.mqadmin.common import main_entry
+from rocketmq_py.tools import benchmark
+from rocketmq_py.tools.mqadmin import cluster_commands, consumer_commands, message_commands, topic_commands
+from rocketmq_py.tools.mqadmin.app import app
+from rocketmq_py.tools.mqadmin.common import main_entry
 
 # `mqadmin benchmark produce|consume` is mqbench under mqadmin, for those who look for it there.
 app.add_typer(benchmark.app, name="benchmark", help="Benchmark producer and consumer (same as mqbench)")

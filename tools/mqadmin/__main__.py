@@ -1,3 +1,3 @@
-from tools.mqadmin import main
+from rocketmq_py.tools.mqadmin import main
 
 main()

@@ -7,12 +7,12 @@ import time
 
 import typer
 
-from client.admin import Admin
-from client.message import Message
-from client.producer import Producer
-from remoting.protocol.route import MASTER_ID
-from tools.mqadmin.app import app
-from tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, emit_kv, run_admin
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.protocol.route import MASTER_ID
+from rocketmq_py.tools.mqadmin.app import app
+from rocketmq_py.tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, emit_kv, run_admin
 
 
 def _require_target(broker_addr: str | None, cluster: str | None) -> None:

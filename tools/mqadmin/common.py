@@ -21,10 +21,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from client.admin import Admin
-from client.errors import MQClientError
-from remoting.exceptions import RemotingError
-from tools.cli import NamesrvOption, main_entry, one_line
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.tools.cli import NamesrvOption, main_entry, one_line
 
 __all__ = ["NamesrvOption", "main_entry", "one_line"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import typer
 
-from client.admin import Admin
-from remoting.protocol.subscription import SubscriptionGroupConfig
-from tools.mqadmin.app import app
-from tools.mqadmin.common import (
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
+from rocketmq_py.tools.mqadmin.app import app
+from rocketmq_py.tools.mqadmin.common import (
     CommandError,
     JsonOption,
     NamesrvOption,
@@ -18,7 +18,7 @@ from tools.mqadmin.common import (
     parse_timestamp,
     run_admin,
 )
-from tools.mqadmin.topic_commands import parse_bool
+from rocketmq_py.tools.mqadmin.topic_commands import parse_bool
 
 # Groups every broker creates for itself; consumerProgress without -g leaves them out, as Java's
 # tool does for its system groups.

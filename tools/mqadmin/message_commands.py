@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from client.admin import Admin
-from client.allocate import MessageQueue
-from client.message import Message
-from client.producer import Producer
-from remoting.protocol.message import MessageExt
-from tools.mqadmin.app import app
-from tools.mqadmin.common import (
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.message import Message
+from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.protocol.message import MessageExt
+from rocketmq_py.tools.mqadmin.app import app
+from rocketmq_py.tools.mqadmin.common import (
     CommandError,
     JsonOption,
     NamesrvOption,

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from client.admin import Admin
-from remoting.protocol.topic import PermName
-from tools.mqadmin.app import app
-from tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, format_ts, run_admin
+from rocketmq_py.client.admin import Admin
+from rocketmq_py.remoting.protocol.topic import PermName
+from rocketmq_py.tools.mqadmin.app import app
+from rocketmq_py.tools.mqadmin.common import (
+    CommandError,
+    JsonOption,
+    NamesrvOption,
+    command,
+    emit,
+    format_ts,
+    run_admin,
+)
 
 
 def parse_bool(text: str, flag: str) -> bool:

@@ -13,26 +13,26 @@ import time
 
 import typer
 
-from broker.config import BrokerConfig
-from broker.controller import BrokerController
-from broker.metrics import BrokerMetrics
-from namesrv.config import NamesrvConfig
-from namesrv.controller import NamesrvController
-from namesrv.metrics import NamesrvMetrics
-from remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from remoting.daemon import wait_for_stop_signal
-from remoting.logsetup import default_log_dir, setup_logging
-from remoting.loop import run
-from remoting.metrics import MetricsHttpServer
-from remoting.protocol.broker import (
+from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.broker.controller import BrokerController
+from rocketmq_py.broker.metrics import BrokerMetrics
+from rocketmq_py.namesrv.config import NamesrvConfig
+from rocketmq_py.namesrv.controller import NamesrvController
+from rocketmq_py.namesrv.metrics import NamesrvMetrics
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.daemon import wait_for_stop_signal
+from rocketmq_py.remoting.logsetup import default_log_dir, setup_logging
+from rocketmq_py.remoting.loop import run
+from rocketmq_py.remoting.metrics import MetricsHttpServer
+from rocketmq_py.remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
-from remoting.protocol.message import decode_records, properties_to_string
-from remoting.server_config import NettyServerConfig
-from store.config import MessageStoreConfig
+from rocketmq_py.remoting.protocol.message import decode_records, properties_to_string
+from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.store.config import MessageStoreConfig
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
