@@ -7,8 +7,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 BASE   := $(VENV)/.installed-base
 FULL   := $(VENV)/.installed-dev-spark
+# ali-ons for tests/interop, from the committed lock file; npm writes this file on every install.
+NODE_DIR  := tests/interop/node
+NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean interop-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +25,21 @@ $(FULL): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $(FULL) $(BASE)
 
+# Node.js and npm must be on the machine (CI's are): the interop suite drives ali-ons, and a
+# machine without them fails here rather than skipping it.
+$(NODE_DEPS): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: tests/interop needs Node.js (>= 16) and npm"; exit 1; }
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+interop-deps: $(NODE_DEPS)
+
 # make run ARGS="--port 0 --broker-port 0": free ports where 9876/10911 are taken
 run: $(BASE)
 	$(BIN)/mqstandalone $(ARGS)
 
 # pytest exits 5 when it collected nothing; that must fail, never pass silently.
-test: $(FULL)
+test: $(FULL) $(NODE_DEPS)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
@@ -36,4 +48,4 @@ lint: $(FULL)
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(NODE_DIR)/node_modules
