@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from client import Admin
+from rocketmq_py.client import Admin
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.interop.ali_ons import Event, NodeScript, Scripts, body, fresh
 from tests.waiting import wait_for_async
