@@ -18,6 +18,8 @@ from rocketmq_py.broker.consumer_manager import ConsumerManager
 from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
 from rocketmq_py.broker.outer_api import BrokerOuterAPI
 from rocketmq_py.broker.processors.admin import AdminBrokerProcessor
+from rocketmq_py.broker.processors.admin_consume import AdminConsumeProcessor
+from rocketmq_py.broker.processors.admin_store import AdminStoreProcessor
 from rocketmq_py.broker.processors.client_manage import ClientManageProcessor
 from rocketmq_py.broker.processors.consumer_manage import ConsumerManageProcessor
 from rocketmq_py.broker.processors.end_transaction import EndTransactionProcessor
@@ -103,7 +105,8 @@ class BrokerController:
         for server in (self.remoting_server, self.fast_server):
             for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
                               ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
-                              SendMessageBackProcessor(self), EndTransactionProcessor(self, self.transaction_bridge)):
+                              AdminConsumeProcessor(self), AdminStoreProcessor(self), SendMessageBackProcessor(self),
+                              EndTransactionProcessor(self, self.transaction_bridge)):
                 processor.register(server)
         # Pulls go to the main port only: the fast port exists so sends never queue behind them.
         self.pull_processor.register(self.remoting_server)
@@ -159,7 +162,8 @@ class BrokerController:
         self._register_wakeup = asyncio.Event()
         await self.register_broker_all()
         self._tasks = [loop.create_task(self._registration_loop()), loop.create_task(self._persist_offsets_loop()),
-                       loop.create_task(self._housekeeping_loop())]
+                       loop.create_task(self._housekeeping_loop()), loop.create_task(self.stats.run_sampling()),
+                       loop.create_task(self.stats.run_morning_records())]
 
     async def register_broker_all(self) -> None:
         cfg = self.broker_config

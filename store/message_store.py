@@ -861,6 +861,32 @@ class DefaultMessageStore:
 
     # -- retention --------------------------------------------------------------------------
 
+    def delete_expired_files_manually(self, now: dt.datetime | None = None) -> int:
+        """CommitLog files past ``fileReservedTime`` deleted now rather than at ``deleteWhen``
+        (Java's executeDeleteFilesManually, mqadmin deleteExpiredCommitLog)."""
+        return self._delete_expired_files(now or dt.datetime.now(), False)
+
+    def clean_expired_consumer_queue(self) -> int:
+        """Queues whose every unit points below the CommitLog's first offset (their messages are
+        gone) destroyed, except the delay levels'; how many (Java's cleanExpiredConsumerQueue)."""
+        min_phy = self.commit_log.min_offset
+        removed = 0
+        for topic, queues in list(self.consume_queue_table.items()):
+            if topic == SCHEDULE_TOPIC:
+                continue
+            for qid, cq in list(queues.items()):
+                last = cq.unit_at(cq.max_offset_in_queue - 1) if cq.max_offset_in_queue > 0 else None
+                if last is not None and last[0] + last[1] < min_phy:
+                    log.info("cleanExpiredConsumerQueue: %s %d consumer queue destroyed", topic, qid)
+                    cq.destroy()
+                    del queues[qid]
+                    self.commit_log.topic_queue_table.pop((topic, qid), None)
+                    removed += 1
+            if not queues:
+                del self.consume_queue_table[topic]
+        return removed
+
+
     def disk_usage_ratio(self) -> float:
         usage = shutil.disk_usage(self.config.commit_log_dir() if os.path.isdir(self.config.commit_log_dir())
                                   else self.root)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from rocketmq_py.broker.runtime_info import prepare_runtime_info
 from rocketmq_py.broker.topic_config_manager import validate_topic
-from rocketmq_py.remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
+from rocketmq_py.remoting.protocol.admin import encode_consume_stats
 from rocketmq_py.remoting.protocol.broker import (
     ConnectionBody,
     ConsumerConnection,
@@ -137,9 +138,7 @@ class AdminBrokerProcessor:
                         if consumer_offset > 0 else 0)
                 table[(topic, broker.broker_config.brokerName, qid)] = {
                     "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": max(last, 0)}
-        body = encode_mq_keyed("offsetTable", table)
-        # fastjson writes consumeTps before offsetTable (alphabetical order).
-        return request.response(body=b'{"consumeTps":0.0,' + body[1:])
+        return request.response(body=encode_consume_stats(0.0, table).encode())
 
     async def get_consumer_connection_list(self, conn: RemotingConnection, request: RemotingCommand
                                            ) -> RemotingCommand:
@@ -246,21 +245,7 @@ class AdminBrokerProcessor:
     # -- runtime and config -----------------------------------------------------------------
 
     async def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        broker = self.broker
-        stats = broker.stats
-        put_tps, get_tps = stats.tps()
-        store = broker.message_store
-        table = {
-            "brokerVersionDesc": "V4_9_8", "brokerVersion": str(CURRENT_VERSION),
-            "msgPutTotalTodayNow": str(stats.put_messages), "msgGetTotalTodayNow": str(stats.get_messages),
-            "putTps": f"{put_tps:.2f}", "getTotalTps": f"{get_tps:.2f}",
-            "bootTimestamp": str(stats.boot_timestamp), "commitLogMaxOffset": str(store.get_max_phy_offset()),
-            "commitLogMinOffset": str(store.get_min_phy_offset()),
-            "commitLogDiskRatio": f"{store.disk_usage_ratio():.4f}", "dispatchBehindBytes": "0",
-            "runtime": f"[ {int(time.time() * 1000 - stats.boot_timestamp) // 1000} seconds ]",
-            "brokerActive": "true",
-        }
-        return request.response(body=KVTable(table=table).encode())
+        return request.response(body=KVTable(table=prepare_runtime_info(self.broker)).encode())
 
     async def update_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

@@ -173,6 +173,8 @@ class PullMessageProcessor:
                 # Java's NO_MATCHED_MESSAGE: PULL_RETRY_IMMEDIATELY, the offset moved past them.
                 result.status = GetMessageStatus.NO_MATCHED_MESSAGE
         code = _code_for(result.status, h.queueOffset)
+        if result.status != GetMessageStatus.FOUND:
+            broker.stats.record_miss()
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sysFlag & FLAG_SUSPEND:
             timeout = h.suspendTimeoutMillis if cfg.longPollingEnable else cfg.shortPollingTimeMills
             broker.pull_hold.suspend_pull_request(PullRequest(

@@ -537,6 +537,8 @@ class SendMessageProcessor(RequestProcessor):
             ext["msgId"] = append.msg_id
             ext["queueId"] = str(queue_id)
             ext["queueOffset"] = str(append.logics_offset)
-        elif result.remark:
-            remark = f"{remark or result.status.value} ({result.remark})"
+        else:
+            self.broker.stats.put_failed_times += 1
+            if result.remark:
+                remark = f"{remark or result.status.value} ({result.remark})"
         return request.response(code, remark, ext)

@@ -20,6 +20,18 @@ def _require_target(broker_addr: str | None, cluster: str | None) -> None:
         raise CommandError("one of -b brokerAddr or -c clusterName is required")
 
 
+def _last_10s(tps: str | None) -> str:
+    """The first of a broker's "10 s 60 s 600 s" rates, as Java's clusterList prints it (0.00
+    until the broker has sampled for 10 s)."""
+    if tps is None:
+        return "-"
+    first = tps.split(" ")[0]
+    try:
+        return f"{float(first) if first else 0.0:.2f}"
+    except ValueError:
+        return first
+
+
 @command(app, "clusterList", "List cluster infos")
 def cluster_list(
     cluster: str | None = typer.Option(None, "-c", "--clusterName", help="which cluster"),
@@ -42,8 +54,9 @@ def cluster_list(
                     except Exception:  # a broker that does not answer is still listed, like Java
                         stats = {}
                     rows.append({"cluster": cluster_name, "brokerName": name, "brokerId": broker_id, "addr": addr,
-                                 "version": stats.get("brokerVersionDesc", "-"), "putTps": stats.get("putTps", "-"),
-                                 "getTps": stats.get("getTotalTps", "-"),
+                                 "version": stats.get("brokerVersionDesc", "-"),
+                                 "putTps": _last_10s(stats.get("putTps")),
+                                 "getTps": _last_10s(stats.get("getTransferedTps")),
                                  "diskRatio": stats.get("commitLogDiskRatio", "-")})
         return rows
 
