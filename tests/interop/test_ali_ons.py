@@ -18,6 +18,8 @@ how each is covered here:
   sends the message back (CONSUMER_SEND_MSG_BACK, delay level 0: the broker's ``3 +
   reconsumeTimes``) and ali-ons consumes it again from ``%RETRY%<group>``; offsets committed to the
   broker in clustering mode, kept in memory in broadcasting mode.
+- Where a new group starts (consumeFromWhere: LAST_OFFSET, FIRST_OFFSET, TIMESTAMP); on a young
+  queue the broker's answer of offset 0 decides, as with Java's client.
 - Pull: **no** pull consumer; the push consumer pulls through ``MQClientAPI#pullMessage``, which
   the pull test calls directly from offset 0 to NO_NEW_MSG.
 - Bodies of 4 KiB or more are deflated by the producer (sysFlag bit 0) and inflated by the consumer.
@@ -29,6 +31,7 @@ address service of ``onsAddr``), and refuses any connection beyond the loopback 
 from __future__ import annotations
 
 import hashlib
+import time
 import zlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -345,6 +348,29 @@ async def test_restarted_consumer_resumes_at_its_committed_offset(cluster: tuple
     assert await again.stop() == 0, again.report()
     assert sorted(by_key(received(again))) == sorted(m["keys"][0] for m in second)
     no_client_errors(consumer, again)
+
+
+@pytest.mark.parametrize("where", ["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_TIMESTAMP"])
+async def test_new_group_reads_a_young_queue_from_zero(cluster: tuple[Daemon, Daemon], scripts: Scripts,
+                                                       where: str) -> None:
+    """Java's broker answers QUERY_CONSUMER_OFFSET for a group with no offset on a queue whose first
+    message is still stored with 0, not QUERY_NOT_FOUND: ali-ons then starts there, as Java's
+    client does, whatever its consumeFromWhere (ConsumerManageProcessor#queryConsumerOffset)."""
+    ns, _ = cluster
+    topic, group = fresh("ons_young"), fresh("ons_cg")
+    await create_topic(ns, topic)
+    before = [message(topic, f"old{i}") for i in range(8)]
+    await scripts.produce(fresh("ons_pg"), before)
+    consumer = await scripts.consumer(group, topic, consumeFromWhere=where,
+                                      consumeTimestamp=time.strftime("%Y%m%d%H%M%S", time.localtime()))
+    await consumer.wait_for(lambda: len(received(consumer)) >= len(before), 20)
+    after = [message(topic, f"new{i}") for i in range(8)]
+    await scripts.produce(fresh("ons_pg"), after)
+    await consumer.wait_for(lambda: len(received(consumer)) >= len(before) + len(after), 20)
+    assert await wait_for_async(lambda: committed(ns, group, topic, len(before) + len(after)), 20)
+    assert await consumer.stop() == 0, consumer.report()
+    assert sorted(by_key(received(consumer))) == sorted(m["keys"][0] for m in before + after)
+    no_client_errors(consumer)
 
 
 async def test_scripts_connect_to_the_loopback_only(scripts: Scripts) -> None:

@@ -2,12 +2,13 @@
 // Runs one ali-ons push Consumer until a `stop` line (or the end) of stdin, or its deadline.
 //
 // spec: { nameSrv, group, topic, subExpression (a tag expression, or { expressionType: 'SQL92',
-//         subString }), broadcast, consumeFromWhere, retryKeys, timeoutMs }
+//         subString }), broadcast, consumeFromWhere, consumeTimestamp, retryKeys, timeoutMs }
 // events: { event: 'ready', clientId }; { event: 'assigned', queueIds } whenever rebalance changes
 //         the consumer's queues of the topic; { event: 'received', action, ...message } per
 //         delivery (action 'retry' for a message of retryKeys on its first delivery, whose handler
 //         returns ACTION_RETRY so ali-ons sends it back to the broker); { event: 'client_error' }
-//         for every error ali-ons reports; { event: 'stopping' } then { event: 'closed' } and exit 0 after a clean stop.
+//         for every error ali-ons reports; { event: 'stopping' }, then { event: 'closed' } and
+//         exit 0 after a clean stop.
 
 const common = require('./common');
 
@@ -27,7 +28,10 @@ const retryKeys = new Set(spec.retryKeys || []);
     // Java's defaults are 20 s and 5 s; a test waits for seconds, not tens of them.
     rebalanceInterval: 1000,
     persistConsumerOffsetInterval: 1000,
-  }));
+  }, spec.consumeTimestamp ? {
+    // CONSUME_FROM_TIMESTAMP's start, local time to the second: YYYYMMDDHHmmss.
+    consumeTimestamp: spec.consumeTimestamp,
+  } : {}));
   consumer.on('error', err => common.emit({ event: 'client_error', message: err.message }));
   consumer.on(`topic_${spec.topic}_queue_changed`, () => {
     const queueIds = [];
