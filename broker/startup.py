@@ -15,16 +15,23 @@ import typer
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
+from rocketmq_py.remoting.cli import config_hint, fail, main_entry, one_line
 from rocketmq_py.remoting.daemon import parse_overrides, serve_until_signalled
+from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_logging
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
+from rocketmq_py.store.message_store import StoreLockedError
 
 log = logging.getLogger("rocketmq.broker")
 
 app = typer.Typer(add_completion=False, help=__doc__)
+
+PORT_HINT = "pass -l/--listen-port, or 0 for a free port"
+METRICS_HINT = "pass -o metricsPort=PORT, 0 for a free port, -1 for none"
+LOCKED_HINT = "stop the broker using it, or pass --store DIR"
 
 
 def build_config(config_file: str | None, options: list[str], namesrv_addr: str | None, listen_port: int | None,
@@ -52,7 +59,10 @@ def boot_message(controller: BrokerController) -> str:
 
 
 async def start_metrics(metrics: BrokerMetrics) -> None:
-    await metrics.start()
+    try:
+        await metrics.start()
+    except AddressInUseError as exc:
+        raise AddressInUseError(exc.addr, METRICS_HINT) from None
     if metrics.server is not None:
         line = f"The metrics exporter listening on {metrics.server.address}"
         log.info(line)
@@ -76,8 +86,7 @@ def main(
         broker_config, server_config, store_config = build_config(config_file, option, namesrv_addr, listen_port,
                                                                   store_root)
     except ConfigError as exc:
-        typer.echo(f"mqbroker: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail("mqbroker", exc, config_hint("mqbroker"), 2)
     if print_config:
         typer.echo(format_properties(broker_config, server_config, store_config), nl=False)
         raise typer.Exit(0)
@@ -99,11 +108,19 @@ def main(
             await controller.shutdown()
 
         run(serve_until_signalled(start, shutdown, lambda: boot_message(controller)))
+    except AddressInUseError as exc:
+        fail("mqbroker", exc, exc.hint or PORT_HINT)
+    except StoreLockedError as exc:
+        fail("mqbroker", exc, LOCKED_HINT)
     except (OSError, RuntimeError, ValueError) as exc:
-        typer.echo(f"mqbroker: cannot start: {exc}", err=True)
-        raise typer.Exit(1) from None
+        fail("mqbroker", f"cannot start: {one_line(exc)}")
+
+
+def cli() -> None:
+    """The ``mqbroker`` console script: usage errors as one line, like every other failure."""
+    main_entry(app, "mqbroker")
 
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    app()
+    cli()

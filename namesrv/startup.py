@@ -15,7 +15,9 @@ import typer
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
+from rocketmq_py.remoting.cli import config_hint, fail, main_entry, one_line
 from rocketmq_py.remoting.daemon import parse_overrides, serve_until_signalled
+from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_logging
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
@@ -24,6 +26,9 @@ from rocketmq_py.remoting.server_config import NettyServerConfig
 log = logging.getLogger("rocketmq.namesrv")
 
 app = typer.Typer(add_completion=False, help=__doc__)
+
+PORT_HINT = "pass -l/--listen-port, or 0 for a free port"
+METRICS_HINT = "pass -o metricsPort=PORT, 0 for a free port, -1 for none"
 
 
 def build_config(config_file: str | None, options: list[str], listen_port: int | None,
@@ -60,8 +65,7 @@ def main(
     try:
         namesrv_config, server_config = build_config(config_file, option, listen_port, bind_address, home)
     except ConfigError as exc:
-        typer.echo(f"mqnamesrv: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail("mqnamesrv", exc, config_hint("mqnamesrv"), 2)
     if print_config:
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
@@ -75,7 +79,10 @@ def main(
         async def start() -> None:
             await controller.start()
             if metrics is not None and metrics.server is not None:
-                await metrics.start()
+                try:
+                    await metrics.start()
+                except AddressInUseError as exc:
+                    raise AddressInUseError(exc.addr, METRICS_HINT) from None
                 line = f"The metrics exporter listening on {metrics.server.address}"
                 log.info(line)
                 print(line, flush=True)
@@ -87,12 +94,18 @@ def main(
 
         run(serve_until_signalled(start, shutdown, lambda: (
             f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
+    except AddressInUseError as exc:
+        fail("mqnamesrv", exc, exc.hint or PORT_HINT)
     except (OSError, ValueError) as exc:
-        # A port in use, or a kvConfig.json that neither it nor its backup can parse: Java's
-        # NameServer also refuses to start then, rather than serve with an empty KV table.
-        typer.echo(f"mqnamesrv: cannot start: {exc}", err=True)
-        raise typer.Exit(1) from None
+        # A kvConfig.json that neither it nor its backup can parse: Java's NameServer also
+        # refuses to start then, rather than serve with an empty KV table.
+        fail("mqnamesrv", f"cannot start: {one_line(exc)}")
+
+
+def cli() -> None:
+    """The ``mqnamesrv`` console script: usage errors as one line, like every other failure."""
+    main_entry(app, "mqnamesrv")
 
 
 if __name__ == "__main__":
-    app()
+    cli()

@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
 
 if TYPE_CHECKING:
@@ -124,7 +125,10 @@ class MetricsHttpServer:
         return f"{host}:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.requested_port, reuse_address=True)
+        try:
+            self._server = await asyncio.start_server(self._serve, self.host, self.requested_port, reuse_address=True)
+        except OSError as exc:
+            raise AddressInUseError.check(exc, self.host, self.requested_port) from None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

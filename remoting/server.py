@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
 
@@ -81,10 +82,13 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         cfg = self.config
         poller = busy_poller(cfg.busy_poll_max_micros, loop)
-        self._server = await loop.create_server(
-            lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size,
-                                       poller=poller),
-            cfg.host, cfg.port, reuse_address=True)
+        try:
+            self._server = await loop.create_server(
+                lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size,
+                                           poller=poller),
+                cfg.host, cfg.port, reuse_address=True)
+        except OSError as exc:
+            raise AddressInUseError.check(exc, cfg.host, cfg.port) from None
         self._housekeeping = loop.create_task(self._housekeep())
 
     async def _housekeep(self) -> None:

@@ -20,7 +20,9 @@ from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.cli import fail, main_entry, one_line
 from rocketmq_py.remoting.daemon import wait_for_stop_signal
+from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.logsetup import default_log_dir, setup_logging
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.metrics import MetricsHttpServer
@@ -33,11 +35,16 @@ from rocketmq_py.remoting.protocol.broker import (
 from rocketmq_py.remoting.protocol.message import decode_records, properties_to_string
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
+from rocketmq_py.store.message_store import StoreLockedError
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".rocketmq-py", "standalone")
 DEMO_TOPIC = "DemoTopic"
+
+PORT_HINT = "pass --port/--broker-port, or 0 for free ports"
+METRICS_HINT = "pass --metrics-port, 0 for a free port, -1 for none"
+LOCKED_HINT = "stop the mqstandalone using it, or pass --home DIR"
 
 
 async def _demo(namesrv_addr: str, broker_addr: str) -> None:
@@ -89,7 +96,10 @@ async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: b
         metrics = MetricsHttpServer(broker_metrics.registry, host, metrics_port)
     await broker.start()
     if metrics is not None:
-        await metrics.start()
+        try:
+            await metrics.start()
+        except AddressInUseError as exc:
+            raise AddressInUseError(exc.addr, METRICS_HINT) from None
         print(f"The metrics exporter listening on {metrics.address}", flush=True)
     print(f"The broker[broker-a, {broker.broker_addr}] boot success. serializeType=JSON and name server is "
           f"{namesrv.address}", flush=True)
@@ -109,16 +119,29 @@ async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: b
 @app.command()
 def main(
     host: str = typer.Option("127.0.0.1", help="address to listen on"),
-    port: int = typer.Option(9876, help="NameServer port (0 = any free port)"),
-    broker_port: int = typer.Option(10911, help="Broker port (0 = any free port)"),
+    port: int = typer.Option(9876, min=0, max=65535, help="NameServer port (0 = any free port)"),
+    broker_port: int = typer.Option(10911, min=0, max=65535, help="Broker port (0 = any free port)"),
     home: str = typer.Option(DEFAULT_HOME, "--home", help="embedded data dir"),
     demo_only: bool = typer.Option(False, "--demo-only", help="run the demo and exit"),
-    metrics_port: int = typer.Option(-1, "--metrics-port", help="Prometheus metrics port (0 = any free, -1 = off)"),
+    metrics_port: int = typer.Option(-1, "--metrics-port", min=-1, max=65535,
+                                     help="Prometheus metrics port (0 = any free, -1 = off)"),
     log_level: str = typer.Option("WARNING", "--log-level", help="Logging level"),
 ) -> None:
     setup_logging("standalone", log_level, default_log_dir(home))
-    run(_serve(host, port, broker_port, home, demo_only, metrics_port))
+    try:
+        run(_serve(host, port, broker_port, home, demo_only, metrics_port))
+    except AddressInUseError as exc:
+        fail("mqstandalone", exc, exc.hint or PORT_HINT)
+    except StoreLockedError as exc:
+        fail("mqstandalone", exc, LOCKED_HINT)
+    except (OSError, RuntimeError, ValueError) as exc:
+        fail("mqstandalone", f"cannot start: {one_line(exc)}")
+
+
+def cli() -> None:
+    """The ``mqstandalone`` console script: usage errors as one line, like every other failure."""
+    main_entry(app, "mqstandalone")
 
 
 if __name__ == "__main__":
-    app()
+    cli()

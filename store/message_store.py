@@ -43,6 +43,15 @@ from rocketmq_py.store.index_file import IndexService, record_key_hashes
 log = logging.getLogger("rocketmq.store")
 
 
+
+class StoreLockedError(RuntimeError):
+    """The store directory is held by another running store (Java's "Lock failed, MQ already
+    started"): two writers on one CommitLog would corrupt it, so the second refuses to start."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(f"Lock failed, MQ already started: {root} is used by another store")
+        self.root = root
+
 class PutMessageStatus(Enum):
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
@@ -203,7 +212,7 @@ class DefaultMessageStore:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise RuntimeError(f"Lock failed, MQ already started: {self.root} is used by another store") from None
+            raise StoreLockedError(self.root) from None
         self._lock_fd = fd
 
     def _load_consume_queues(self) -> None:

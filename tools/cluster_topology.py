@@ -9,26 +9,28 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from rocketmq_py.conf import CONF_DIR
 from rocketmq_py.remoting.properties import read_properties_file
 
-# The checkout this package lives in: conf/ beside tools/.
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The directory holding conf/: the checkout under an editable install, the installed package
+# (site-packages/rocketmq_py) under a wheel's, so the same relative paths work for both.
+CONF_ROOT = str(CONF_DIR.parent)
 
 
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
     role: Literal["namesrv", "broker"]
-    conf: str  # relative to the repo root, the same path the compose file mounts
+    conf: str  # relative to CONF_ROOT, the same path the compose file mounts
 
-    def props(self, root: str = REPO_ROOT) -> dict[str, str]:
+    def props(self, root: str = CONF_ROOT) -> dict[str, str]:
         return read_properties_file(os.path.join(root, self.conf))
 
-    def listen_port(self, root: str = REPO_ROOT) -> int:
+    def listen_port(self, root: str = CONF_ROOT) -> int:
         default = "9876" if self.role == "namesrv" else "10911"
         return int(self.props(root).get("listenPort", default))
 
-    def ports(self, root: str = REPO_ROOT) -> list[int]:
+    def ports(self, root: str = CONF_ROOT) -> list[int]:
         """Ports a client must reach: a broker's listen port and its fast port (listen - 2), as
         RocketMQ clients dial both; the NameServer's one port."""
         port = self.listen_port(root)

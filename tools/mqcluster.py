@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass
 import typer
 
 from rocketmq_py.client.admin import Admin
-from rocketmq_py.tools.cluster_topology import NAMESRV, REPO_ROOT, TOPOLOGY, ServiceSpec
+from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGY, ServiceSpec
 from rocketmq_py.tools.mqadmin.common import emit, main_entry, one_line
 
 app = typer.Typer(name="mqcluster", add_completion=False, no_args_is_help=True, help=__doc__)
@@ -113,6 +114,10 @@ def _wait_boot(spec: ServiceSpec, proc: subprocess.Popen[bytes], console: str) -
         if proc.poll() is not None:
             with open(console, errors="replace") as f:
                 tail = [ln.strip() for ln in f.readlines()[-3:] if ln.strip()]
+            in_use = re.search(r"(\S+:\d+) is in use", " ".join(tail[-1:]))
+            if in_use:  # the daemon's own hint names its flag; here the flag is --free-ports
+                raise ClusterError(f"{spec.name}: {in_use.group(1)} is in use: pass --free-ports, or stop what "
+                                   f"holds it")
             raise ClusterError(f"{spec.name} exited with {proc.returncode} before booting: {' | '.join(tail)}")
         time.sleep(0.1)  # polling a log file for a boot line, bounded by the deadline
     raise ClusterError(f"{spec.name} did not boot within {BOOT_TIMEOUT:.0f}s (see {console})")
@@ -139,8 +144,7 @@ def _start(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | Non
     service_home = os.path.join(home, spec.name)
     os.makedirs(service_home, exist_ok=True)
     console = os.path.join(service_home, "console.log")
-    env = {**os.environ, "PYTHONPATH": REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "PYTHONUNBUFFERED": "1", "ROCKETMQ_HOME": service_home}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "ROCKETMQ_HOME": service_home}
     with open(console, "wb") as out:
         # A session of its own: the daemons outlive this command and ignore the terminal's ^C.
         proc = subprocess.Popen(_command(spec, home, conf_root, namesrv_addr, free_ports, bind),
@@ -206,7 +210,8 @@ def _fail(command: str, exc: BaseException) -> None:
 @app.command("up", help="Start the NameServer and both brokers from conf/ as local processes")
 def up(
     home: str = HomeOption,
-    conf_root: str = typer.Option(REPO_ROOT, "--conf-root", help="Directory holding conf/"),
+    conf_root: str = typer.Option(CONF_ROOT, "--conf-root",
+                                   help="Directory holding conf/ (default: the one installed with the package)"),
     free_ports: bool = typer.Option(False, "--free-ports", help="Listen on free ports instead of conf/'s"),
     bind: str = typer.Option("127.0.0.1", "--bind", help="Address every daemon listens on"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),

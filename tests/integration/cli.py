@@ -1,4 +1,4 @@
-"""Run the operator CLIs (mqadmin, mqbench, mqcluster) as real subprocesses, bounded in time."""
+"""Run the CLIs (the operator tools and the daemons' own) as real subprocesses, bounded in time."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 from tests.integration.daemons import ROOT
 
 CLI_MODULES = {"mqadmin": "rocketmq_py.tools.mqadmin", "mqbench": "rocketmq_py.tools.benchmark",
-               "mqcluster": "rocketmq_py.tools.mqcluster"}
+               "mqcluster": "rocketmq_py.tools.mqcluster", "mqnamesrv": "rocketmq_py.namesrv.startup",
+               "mqbroker": "rocketmq_py.broker.startup", "mqstandalone": "rocketmq_py.standalone"}
 
 
 @dataclass
