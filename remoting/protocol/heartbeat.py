@@ -14,6 +14,8 @@ from pydantic import Field
 from rocketmq_py.remoting.header import CommandHeader
 from rocketmq_py.remoting.protocol.json_body import JsonBody
 
+# Enums list their members in Java's order: a member's position is the ordinal some clients send.
+
 
 class ConsumeType(StrEnum):
     CONSUME_ACTIVELY = "CONSUME_ACTIVELY"  # pull
@@ -26,13 +28,15 @@ class MessageModel(StrEnum):
 
 
 class ConsumeFromWhere(StrEnum):
+    """In Java's order: the C++ client sends the ordinal (docs/clients.md)."""
+
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
-    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
-    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
-    # Deprecated in Java but still sent by old clients.
+    # The next three are deprecated in Java but still sent by old clients.
     CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST"
     CONSUME_FROM_MIN_OFFSET = "CONSUME_FROM_MIN_OFFSET"
     CONSUME_FROM_MAX_OFFSET = "CONSUME_FROM_MAX_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
 class ExpressionType(StrEnum):
