@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.refusal_log import RefusalLog
 
 if TYPE_CHECKING:
     from rocketmq_py.remoting.connection import RemotingConnection
@@ -102,6 +103,9 @@ class ProcessorTable:
         self._rows: dict[int, _Row] = {}
         self._default: _Row | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Every SYSTEM_ERROR answer (a body or header that cannot be read, a handler's failure)
+        # is logged here, for every processor, rate-limited per code and address.
+        self.refusals = RefusalLog(log)
 
     def register(self, code: int, processor: RequestProcessor | ProcessorFunc,
                  max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
@@ -141,7 +145,7 @@ class ProcessorTable:
         except Exception as exc:
             result = _failed(conn, request, exc)
         if result is None or type(result) is RemotingCommand:
-            _answer(conn, request, result)
+            _answer(conn, request, result, self.refusals)
         else:
             self._start(row, conn, request, result)  # type: ignore[arg-type]
 
@@ -176,7 +180,7 @@ class ProcessorTable:
                 continue
             for request, result in zip(run, results, strict=False):
                 if result is None or type(result) is RemotingCommand:
-                    _answer(conn, request, result)
+                    _answer(conn, request, result, self.refusals)
                 else:
                     self._start(row, conn, request, result)  # type: ignore[arg-type]
             i += len(results)
@@ -198,7 +202,7 @@ class ProcessorTable:
                result: Awaitable[RemotingCommand | None]) -> None:
         """Answer when a handler's awaitable is done, running it inline until it first waits."""
         row.in_flight += 1
-        coro = self._run(row, conn, request, result)
+        coro = self._run(row, conn, request, result, self.refusals)
         if _NATIVE_EAGER:
             task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
             if task.done():
@@ -218,14 +222,14 @@ class ProcessorTable:
 
     @staticmethod
     async def _run(row: _Row, conn: RemotingConnection, request: RemotingCommand,
-                   pending: Awaitable[RemotingCommand | None]) -> None:
+                   pending: Awaitable[RemotingCommand | None], refusals: RefusalLog) -> None:
         try:
             response = await pending
         except Exception as exc:
             response = _failed(conn, request, exc)
         finally:
             row.in_flight -= 1
-        _answer(conn, request, response)
+        _answer(conn, request, response, refusals)
 
     async def drain(self, timeout: float) -> None:
         """Let in-flight handlers finish (bounded), then cancel what is left."""
@@ -239,6 +243,7 @@ class ProcessorTable:
 
 
 _NATIVE_EAGER = sys.version_info >= (3, 12)
+_SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
 
 
 class _Resume:
@@ -278,13 +283,24 @@ async def _finish(coro: Coroutine[Any, Any, None], yielded: Any) -> None:
 
 
 def _failed(conn: RemotingConnection, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-    log.warning("processor for code %s failed on request from %s: %s", request.code, conn.remote_addr,
-                exception_remark(exc), exc_info=not isinstance(exc, ValueError))
+    """SYSTEM_ERROR for a request its handler raised on. A ValueError is the request's fault (a
+    header that cannot be read), logged with the answer as a refusal; anything else is a fault of
+    the handler, whose traceback is logged here as well."""
+    if not isinstance(exc, ValueError):
+        log.warning("processor for code %s failed on request from %s", request.code, conn.remote_addr,
+                    exc_info=exc)
     return request.response(ResponseCode.SYSTEM_ERROR, exception_remark(exc))
 
 
-def _answer(conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None) -> None:
-    if response is None or request.flag & RPC_ONEWAY or not conn.is_open:
+def _answer(conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None,
+            refusals: RefusalLog) -> None:
+    if response is None:
+        return
+    if response.code == _SYSTEM_ERROR:
+        # Before the oneway check: a oneway request refused is answered with nothing, and this
+        # line is then the only trace of it.
+        refusals.refused(conn.remote_addr, request.code, response.remark)
+    if request.flag & RPC_ONEWAY or not conn.is_open:
         return
     response.opaque = request.opaque
     response.flag |= RPC_TYPE_RESPONSE

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from remoting.protocol.heartbeat import (
+from rocketmq_py.remoting.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
@@ -20,9 +20,9 @@ from remoting.protocol.heartbeat import (
     MessageModel,
     SubscriptionData,
 )
-from remoting.protocol.route import QueueData
-from remoting.protocol.subscription import SubscriptionGroupConfig
-from remoting.protocol.topic import TopicConfig, TopicFilterType
+from rocketmq_py.remoting.protocol.route import QueueData
+from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
+from rocketmq_py.remoting.protocol.topic import TopicConfig, TopicFilterType
 
 # Java's declaration order of each enum: an ordinal is a position in these lists.
 JAVA_ORDER: dict[type[Enum], list[str]] = {
