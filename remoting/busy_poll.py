@@ -21,6 +21,7 @@ CPU never polls: there, its peer could not run while it did.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 import weakref
@@ -31,7 +32,8 @@ DEFAULT_BUSY_POLL_MAX_MICROS = 200
 START = 10e-6
 
 _monotonic = time.monotonic
-_yield = os.sched_yield
+# os.sched_yield is POSIX-only; on Windows a zero sleep gives the rest of the time slice away too.
+_yield = getattr(os, "sched_yield", None) or functools.partial(time.sleep, 0)
 
 
 class BusyPoller:
@@ -78,6 +80,12 @@ class BusyPoller:
             self._active = False
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity where the OS has one (Linux), else all."""
+    affinity = getattr(os, "sched_getaffinity", None)  # not on macOS or Windows
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 _pollers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, BusyPoller] = weakref.WeakKeyDictionary()
 
 
@@ -86,7 +94,7 @@ def busy_poller(max_micros: int, loop: asyncio.AbstractEventLoop | None = None) 
     it: polling is a property of the loop, and any read on it is the traffic it waits for. None
     when ``max_micros`` is 0 or this process may use only one CPU. The first caller's maximum
     holds; a later, larger one raises it."""
-    if max_micros <= 0 or len(os.sched_getaffinity(0)) < 2:
+    if max_micros <= 0 or _usable_cpus() < 2:
         return None
     loop = loop or asyncio.get_running_loop()
     poller = _pollers.get(loop)

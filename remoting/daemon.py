@@ -27,7 +27,10 @@ def wait_for_stop_signal() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except NotImplementedError:  # Windows' loops have none: a plain handler wakes the loop instead
+            signal.signal(sig, lambda _sig, _frame: loop.call_soon_threadsafe(stop.set))
     return stop
 
 

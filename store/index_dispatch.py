@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import logging
 import mmap
 import os
@@ -38,6 +37,15 @@ from rocketmq_py.remoting.protocol.message import (
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+# The child is POSIX-only: it holds flock on the control file and follows its parent by getppid.
+# Elsewhere the store indexes in its own process (messageIndexInChildProcess is then ignored).
+CHILD_SUPPORTED = fcntl is not None
 
 CONTROL_FILE = "indexdispatch"
 _SIZE = 40
@@ -66,7 +74,7 @@ def wait_for_previous_child(root: str, timeout: float) -> None:
     """Wait until no child of an earlier run of this store is alive (it holds a lock on the
     control file, and exits within a millisecond or two of its parent's death)."""
     path = os.path.join(root, CONTROL_FILE)
-    if not os.path.exists(path):
+    if fcntl is None or not os.path.exists(path):
         return
     fd = os.open(path, os.O_RDWR)
     try:
@@ -283,6 +291,7 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
 def run_child(ns: argparse.Namespace) -> int:
     path = os.path.join(ns.root, CONTROL_FILE)
     lock_fd = os.open(path, os.O_RDWR)
+    assert fcntl is not None, "the index child runs only where CHILD_SUPPORTED"
     fcntl.flock(lock_fd, fcntl.LOCK_EX)  # one child per store, held until this process ends
     ctrl = _open_control(path)
     index = IndexService(os.path.join(ns.root, "index"), ns.hash_slots, ns.index_num)

@@ -37,7 +37,12 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from rocketmq_py.store.index_dispatch import IndexDispatchProcess, read_indexed_offset, wait_for_previous_child
+from rocketmq_py.store.index_dispatch import (
+    CHILD_SUPPORTED,
+    IndexDispatchProcess,
+    read_indexed_offset,
+    wait_for_previous_child,
+)
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
 
 log = logging.getLogger("rocketmq.store")
@@ -205,7 +210,8 @@ class DefaultMessageStore:
     def _lock(self) -> None:
         try:
             import fcntl
-        except ImportError:  # Windows: no advisory locks; one broker per dir is up to the operator
+        except ImportError:
+            log.warning("the store lock is POSIX-only: nothing stops a second broker on %s here", self.root)
             return
         fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -337,12 +343,15 @@ class DefaultMessageStore:
         loop = asyncio.get_running_loop()
         self.commit_log.queue.preallocate_next()
         if self.config.messageIndexEnable and self.config.messageIndexInChildProcess:
-            self.index_service.close()
-            self.index_dispatch = IndexDispatchProcess(
-                self.root, self.config.commit_log_dir(), self.config.mappedFileSizeCommitLog,
-                self.config.maxHashSlotNum, self.config.maxIndexNum, self.config.flushIntervalConsumeQueue)
-            self.index_dispatch.start(self.commit_log.max_offset, self.commit_log.min_offset)
-            self._index_inline = False
+            if not CHILD_SUPPORTED:
+                log.warning("messageIndexInChildProcess is POSIX-only: the index is built in this process")
+            else:
+                self.index_service.close()
+                self.index_dispatch = IndexDispatchProcess(
+                    self.root, self.config.commit_log_dir(), self.config.mappedFileSizeCommitLog,
+                    self.config.maxHashSlotNum, self.config.maxIndexNum, self.config.flushIntervalConsumeQueue)
+                self.index_dispatch.start(self.commit_log.max_offset, self.commit_log.min_offset)
+                self._index_inline = False
         self._tasks = [loop.create_task(self._flush_commit_log_service()),
                        loop.create_task(self._flush_consume_queue_service()),
                        loop.create_task(self._clean_service())]
