@@ -59,6 +59,21 @@ def test_the_cpp_clients_heartbeat_reads_as_java_reads_it() -> None:
     assert [p.groupName for p in data.producerDataSet] == ["pg"]
 
 
+# What the Go client v2.1.2 writes: codeSet as strings, an unset consumeFromWhere as UNKNOWN.
+GO_HEARTBEAT = (
+    b'{"clientID":"127.0.0.1@1@0","producerDataSet":[],"consumerDataSet":[{"groupName":"cg",'
+    b'"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"UNKNOWN",'
+    b'"subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"A","tagsSet":["A"],'
+    b'"codeSet":["65"],"subVersion":1795592694426,"expressionType":"TAG"}],"unitMode":false}]}'
+)
+
+
+def test_the_go_clients_heartbeat_reads_as_java_reads_it() -> None:
+    (consumer,) = HeartbeatData.decode(GO_HEARTBEAT).consumerDataSet
+    assert consumer.consumeFromWhere is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET  # null to fastjson
+    assert consumer.subscriptionDataSet[0].codeSet == [65]
+
+
 @pytest.mark.parametrize("enum_cls", list(JAVA_ORDER))
 def test_enum_members_are_in_javas_order(enum_cls: type[Enum]) -> None:
     assert [m.name for m in enum_cls] == JAVA_ORDER[enum_cls]
