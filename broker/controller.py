@@ -18,6 +18,8 @@ from rocketmq_py.broker.consumer_manager import ConsumerManager
 from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
 from rocketmq_py.broker.outer_api import BrokerOuterAPI
 from rocketmq_py.broker.processors.admin import AdminBrokerProcessor
+from rocketmq_py.broker.processors.admin_acl import AdminAclDisabledProcessor
+from rocketmq_py.broker.processors.admin_client import AdminClientProcessor
 from rocketmq_py.broker.processors.admin_consume import AdminConsumeProcessor
 from rocketmq_py.broker.processors.admin_store import AdminStoreProcessor
 from rocketmq_py.broker.processors.client_manage import ClientManageProcessor
@@ -105,7 +107,8 @@ class BrokerController:
         for server in (self.remoting_server, self.fast_server):
             for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
                               ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
-                              AdminConsumeProcessor(self), AdminStoreProcessor(self), SendMessageBackProcessor(self),
+                              AdminConsumeProcessor(self), AdminStoreProcessor(self), AdminClientProcessor(self),
+                              AdminAclDisabledProcessor(), SendMessageBackProcessor(self),
                               EndTransactionProcessor(self, self.transaction_bridge)):
                 processor.register(server)
         # Pulls go to the main port only: the fast port exists so sends never queue behind them.

@@ -45,6 +45,7 @@ class RequestCode(IntEnum):
     DELETE_ACL_CONFIG = 51
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    GET_BROKER_CLUSTER_ACL_CONFIG = 54
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -194,6 +195,8 @@ def offers_serialize_type(ext_fields: dict[str, str] | None, serialize_type: Ser
 CURRENT_VERSION = 409
 
 # Ordinals whose thresholds change behaviour (remoting.md §8).
+V3_0_7_SNAPSHOT = 28
 V3_0_11 = 37
+V3_1_8_SNAPSHOT = 62
 V3_4_9 = 121
 V4_9_4 = 401

@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketmq.broker")
 
-# How long the broker waits for a consumer it forwards an admin request to.
-CALL_CONSUMER_TIMEOUT = 5.0
-
 _LANG_NAMES = {c.value: c.name for c in LanguageCode}
 
 
@@ -65,7 +62,6 @@ class AdminBrokerProcessor:
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-            RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
         }
@@ -223,24 +219,6 @@ class AdminBrokerProcessor:
             except RemotingError as exc:
                 log.warning("[reset-offset] notify %s failed: %s", channel.remote_addr, exc)
         return request.response(body=body)
-
-    async def get_consumer_running_info(self, conn: RemotingConnection, request: RemotingCommand
-                                        ) -> RemotingCommand:
-        """Forwarded to the consumer's own connection, whose answer goes back as it is (as Java's
-        AdminBrokerProcessor.callConsumer does)."""
-        ext = request.ext_fields or {}
-        group, client_id = ext.get("consumerGroup", ""), ext.get("clientId", "")
-        info = self.broker.consumer_manager.get_consumer_group_info(group)
-        client = info.find_channel(client_id) if info is not None else None
-        if client is None:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
-        forward = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, dict(ext), request.body)
-        try:
-            answer = await client.channel.invoke(forward, CALL_CONSUMER_TIMEOUT)
-        except RemotingError as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR,
-                                    f"invoke consumer <{group}> <{client_id}> Exception: {exc}")
-        return request.response(answer.code, answer.remark, body=answer.body)
 
     # -- runtime and config -----------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from rocketmq_py.remoting.protocol.admin import (
     encode_consume_stats,
     encode_consume_stats_list,
 )
+from rocketmq_py.remoting.protocol.json_body import unquote_int_keys
 from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
@@ -158,7 +159,9 @@ class AdminConsumeProcessor:
         for qid, offset in offsets.query_offsets(h.compareGroup, h.topic).items():
             if qid in correction:
                 correction[qid] = LONG_MAX if correction[qid] > offset else correction[qid]
-        return request.response(body=QueryCorrectionOffsetBody(correctionOffsets=correction).encode())
+        # fastjson writes the Integer keys bare ({0:12}); Java's tools read either form.
+        text = QueryCorrectionOffsetBody(correctionOffsets=correction).model_dump_json()
+        return request.response(body=unquote_int_keys(text, "correctionOffsets").encode())
 
     async def clone_group_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """Copy one group's committed offsets to another, on one topic or every topic it has."""

@@ -1,5 +1,6 @@
 """Admin requests about the store (Java's AdminBrokerProcessor, the parts mqadmin's queryCq,
-cleanExpiredCQ, deleteExpiredCommitLog, cleanUnusedTopic and exportMetadata use).
+cleanExpiredCQ, deleteExpiredCommitLog, cleanUnusedTopic and exportMetadata use, and the
+console's resume of a half message's checks).
 
 QUERY_CONSUME_QUEUE shows consume-queue units as they are on disk; the clean-ups run at once
 (Java's deleteExpiredCommitLog sets a flag its clean service acts on within 10 s; ours deletes
@@ -29,10 +30,13 @@ from rocketmq_py.remoting.protocol.admin import (
     ConsumeQueueData,
     QueryConsumeQueueRequestHeader,
     QueryConsumeQueueResponseBody,
+    ResumeCheckHalfMessageRequestHeader,
 )
 from rocketmq_py.remoting.protocol.heartbeat import ExpressionType
+from rocketmq_py.remoting.protocol.message import MessageConst, decode_offset_msg_id
 from rocketmq_py.remoting.protocol.route import TopicList
 from rocketmq_py.remoting.server import RemotingServer
+from rocketmq_py.store.commit_log import inner_from_ext
 from rocketmq_py.store.config import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ class AdminStoreProcessor:
             RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
             RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list_from_broker,
+            RequestCode.RESUME_CHECK_HALF_MESSAGE: self.resume_check_half_message,
         }
         for code, handler in table.items():
             server.register_processor(code, handler)
@@ -130,3 +135,25 @@ class AdminStoreProcessor:
                                                 ) -> RemotingCommand:
         topics = STATIC_SYSTEM_TOPICS | self.broker.topic_config_manager.system_topics
         return request.response(body=TopicList(topicList=sorted(topics)).encode())
+
+    async def resume_check_half_message(self, conn: RemotingConnection, request: RemotingCommand
+                                        ) -> RemotingCommand:
+        """A half message stored again with its check count at 0, so the broker resumes asking
+        its producer about it after it gave up (transactionCheckMax)."""
+        h = request.decode_header(ResumeCheckHalfMessageRequestHeader)
+        try:
+            _, offset = decode_offset_msg_id(h.msgId or "")
+        except ValueError:
+            offset = -1
+        msg = self.broker.transaction_bridge.look_message(offset)
+        if msg is None:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.")
+        msg.properties[MessageConst.TRANSACTION_CHECK_TIMES] = "0"
+        result = await self.broker.message_store.put_message(inner_from_ext(msg, self.broker.store_host))
+        if not result.ok:
+            log.error("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+            return request.response(ResponseCode.SYSTEM_ERROR, "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.")
+        log.info("Put message back to RMQ_SYS_TRANS_HALF_TOPIC. real topic=%s",
+                 msg.properties.get(MessageConst.REAL_TOPIC))
+        return request.response()

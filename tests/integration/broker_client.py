@@ -74,3 +74,26 @@ async def wait_for_route(ns: str, topic: str, timeout: float = 5.0) -> None:
             raise AssertionError(f"no route for {topic} within {timeout}s")
     finally:
         await client.close()
+
+
+async def sent_to_queue_0(client: RemotingClient, addr: str, topic: str, count: int, tags: str) -> list[int]:
+    """The CommitLog offsets of ``count`` messages sent to queue 0 of ``topic``."""
+    offsets = []
+    for i in range(count):
+        r = await client.invoke(addr, send_request(topic, f"m{i}".encode(), tags=tags, queue_id=0), 5)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        offsets.append(int(r.ext_fields["msgId"][-16:], 16))
+    return offsets
+
+
+async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 2) -> None:
+    r = await call(client, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+        "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    assert r.code == ResponseCode.SUCCESS, r.remark
+
+
+async def commit_offset(client: RemotingClient, addr: str, group: str, topic: str, qid: int, offset: int) -> None:
+    r = await call(client, addr, RequestCode.UPDATE_CONSUMER_OFFSET, {
+        "consumerGroup": group, "topic": topic, "queueId": str(qid), "commitOffset": str(offset)})
+    assert r.code == ResponseCode.SUCCESS, r.remark

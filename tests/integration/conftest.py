@@ -24,6 +24,19 @@ def daemons(tmp_path: str) -> Iterator[DaemonSet]:
     assert not unclean, f"daemons did not shut down cleanly: {unclean}"
 
 
+@pytest.fixture(scope="module")
+def module_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A NameServer and one broker shared by a module's tests, which keep apart by using their
+    own topic and group names; both must exit 0 on SIGTERM after the module."""
+    ds = DaemonSet(str(tmp_path_factory.mktemp("module")))
+    try:
+        yield ds.broker(ds.namesrv().addr)
+    finally:
+        codes = ds.stop_all()
+    unclean = {name: code for name, code in codes.items() if code != 0}
+    assert not unclean, f"daemons did not shut down cleanly: {unclean}"
+
+
 @pytest.fixture
 def namesrv(daemons: DaemonSet) -> Daemon:
     """One NameServer with RocketMQ's defaults."""
