@@ -1,6 +1,6 @@
 """The official C++ client (librocketmq 1.2.3 from PyPI's ``rocketmq`` 0.4.4) as a subprocess.
 
-Run as ``python cpp_client.py <scenario> <json args>``; every result is one JSON line on stdout.
+Run as ``python -m tests.interop.cpp_client <scenario> <json args>``; every result is one JSON line on stdout.
 A scenario runs in a process of its own because the library keeps native threads and global
 state that can hang or crash a process: the test process only reads lines.
 
@@ -16,11 +16,8 @@ Message bodies go through ``GetMessageBody``, a C string: scenarios use ASCII bo
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
-import random
 import select
-import string
 import sys
 import threading
 import time
@@ -28,6 +25,8 @@ from typing import Any
 
 from rocketmq import ffi
 from rocketmq.client import Message, Producer
+
+from tests.interop.bodies import body_of, digest
 
 _out_lock = threading.Lock()
 
@@ -38,19 +37,6 @@ def emit(**fields: Any) -> None:
     with _out_lock:
         sys.stdout.write(line)
         sys.stdout.flush()
-
-
-def body_of(spec: dict[str, Any]) -> bytes:
-    """A message body: the text given, or ``size`` seeded random ASCII letters (compressible, as
-    text is, yet not trivially so)."""
-    if "body" in spec:
-        return spec["body"].encode()
-    rng = random.Random(spec.get("seed", 0))
-    return "".join(rng.choices(string.ascii_letters + string.digits, k=spec["size"])).encode()
-
-
-def digest(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()[:16]
 
 
 def describe(msg: int) -> dict[str, Any]:

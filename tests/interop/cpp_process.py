@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_client.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The wheel (rocketmq 0.4.4, a dev dependency) carries librocketmq built for Linux x86-64 only.
 SUPPORTED_PLATFORM = sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
@@ -49,9 +49,10 @@ class CppProcess:
     """One scenario's process and the lines it has printed so far."""
 
     def __init__(self, scenario: str, args: dict[str, Any], home: str) -> None:
-        env = {**os.environ, "HOME": home}
-        self.proc = subprocess.Popen([sys.executable, SCRIPT, scenario, json.dumps(args)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=home)
+        env = {**os.environ, "HOME": home, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        argv = [sys.executable, "-m", "tests.interop.cpp_client", scenario, json.dumps(args)]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env, cwd=home)
         self.lines: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stderr: queue.Queue[str] = queue.Queue()

@@ -8,9 +8,6 @@ offsets it committed are read back with this project's Admin.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import random
-import string
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -19,10 +16,14 @@ from typing import Any, TypeVar
 import pytest
 
 from rocketmq_py.client.admin import Admin
-from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.remoting import RemotingClient
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.protocol.heartbeat import LockBatchRequestBody, LockBatchResponseBody, MessageQueueBody
 from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, MessageExt
 from rocketmq_py.remoting.protocol.topic import retry_topic
+from tests.interop.bodies import body_of, digest
 from tests.interop.conftest import Cluster, Names
 from tests.interop.cpp_process import CppClients, require_cpp_client
 
@@ -75,11 +76,6 @@ def committed(cluster: Cluster, group: str, topic: str) -> dict[int, int]:
 
 def bodies(lines: list[dict[str, Any]]) -> list[str]:
     return [line["body"] for line in lines]
-
-
-def text_body(size: int, seed: int) -> bytes:
-    rng = random.Random(seed)
-    return "".join(rng.choices(string.ascii_letters + string.digits, k=size)).encode()
 
 
 # -- producers -----------------------------------------------------------------------------------
@@ -260,13 +256,13 @@ def test_large_bodies_are_compressed_and_arrive_whole(cpp: CppClients, cluster: 
                                                       size: int) -> None:
     create_topic(cluster, names.topic)
     specs = [{"size": size, "seed": seed, "tags": "L"} for seed in range(3)]
-    expected = {hashlib.sha256(text_body(size, s["seed"])).hexdigest()[:16] for s in specs}
+    expected = {digest(body_of(s)) for s in specs}
     cpp.produce(names.topic, names.producer_group, "sync", specs)
     msgs = stored(cluster, names.topic)
     assert len(msgs) == 3
     # the client compresses bodies over 4 KiB; the broker keeps them compressed
     assert all(m.sys_flag & COMPRESSED_FLAG for m in msgs)
-    assert {hashlib.sha256(m.body).hexdigest()[:16] for m in msgs} == expected
+    assert {digest(m.body) for m in msgs} == expected
     consumer = cpp.push(names.topic, names.group)
     consumer.wait_for(lambda p: len(p.messages()) >= 3, 40, "the large messages")
     consumer.stop()
@@ -308,7 +304,7 @@ def _online(cluster: Cluster, group: str) -> list[str]:
     async def ids(a: Admin) -> list[str]:
         try:
             info = await a.examine_consumer_connection_info(group)
-        except Exception:
+        except MQClientError:  # not online (yet)
             return []
         return [c["clientId"] for c in info.get("connectionSet", [])]
 
@@ -347,14 +343,18 @@ def _try_lock(cluster: Cluster, group: str, topic: str, client_id: str) -> set[i
     queues = [MessageQueueBody(topic=topic, brokerName="broker-a", queueId=q) for q in range(QUEUES)]
     body = LockBatchRequestBody(clientId=client_id, consumerGroup=group, mqSet=queues).encode()
 
-    async def lock(a: Admin) -> set[int]:
-        addr = cluster.broker.addr
-        r = await a._call(addr, RequestCode.LOCK_BATCH_MQ, None, body)
-        granted = {mq.queueId for mq in LockBatchResponseBody.decode(r.body or b"{}").lockOKMQSet} \
-            if r.body else set()
-        if granted:
-            await a._call(addr, RequestCode.UNLOCK_BATCH_MQ, None, body)
-        return granted
+    async def lock() -> set[int]:
+        client = RemotingClient()
+        try:
+            r = await client.invoke(cluster.broker.addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body),
+                                    5.0)
+            assert r.code == ResponseCode.SUCCESS, r.remark
+            granted = {mq.queueId for mq in LockBatchResponseBody.decode(r.body).lockOKMQSet}
+            if granted:
+                await client.invoke(cluster.broker.addr,
+                                    RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body), 5.0)
+            return granted
+        finally:
+            await client.close()
 
-    return admin(cluster, lock)
-
+    return asyncio.run(lock())
