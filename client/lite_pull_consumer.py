@@ -323,7 +323,22 @@ class LitePullConsumer:
     def committed_offsets(self) -> dict[MessageQueue, int]:
         return {mq: s.consumed_offset for mq, s in self._queues.items() if s.consumed_offset >= 0}
 
-    def seek(self, mq: MessageQueue, offset: int) -> None:
+    async def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Consume ``mq`` from ``offset`` next, dropping what was pulled before. As Java's
+        seek: the queue must be assigned, and the offset within the queue's min and max
+        offsets, which are asked of the broker."""
+        if mq not in self._queues:
+            raise MQClientError(f"The message queue is not in assigned list, may be rebalancing, {mq}")
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise MQClientError(f"Seek offset illegal, seek offset = {offset!r} is not an int")
+        low = await self._offset_request(RequestCode.GET_MIN_OFFSET, mq)
+        high = await self._offset_request(RequestCode.GET_MAX_OFFSET, mq)
+        if not low <= offset <= high:
+            raise MQClientError(f"Seek offset illegal, seek offset = {offset}, min offset = {low}, "
+                                f"max offset = {high}")
+        self._seek(mq, offset)
+
+    def _seek(self, mq: MessageQueue, offset: int) -> None:
         state = self._queues.get(mq)
         if state is None:
             raise MQClientError(f"The message queue is not in assigned list, may be rebalancing, {mq}")
@@ -339,13 +354,13 @@ class LitePullConsumer:
         for mq, offset in offsets.items():
             if mq in self._queues:
                 log.info("reset offset of %s to %d (group %s)", mq, offset, self.group)
-                self.seek(mq, offset)
+                self._seek(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
-        self.seek(mq, await self._offset_request(RequestCode.GET_MIN_OFFSET, mq))
+        self._seek(mq, await self._offset_request(RequestCode.GET_MIN_OFFSET, mq))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
-        self.seek(mq, await self._offset_request(RequestCode.GET_MAX_OFFSET, mq))
+        self._seek(mq, await self._offset_request(RequestCode.GET_MAX_OFFSET, mq))
 
     def pause(self, queues: Sequence[MessageQueue]) -> None:
         for mq in queues:

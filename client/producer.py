@@ -30,6 +30,14 @@ from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClient
 from rocketmq_py.client.latency import LatencyFaultTolerance
 from rocketmq_py.client.message import Message, SendResult, SendStatus
 from rocketmq_py.client.message_id import create_uniq_id
+from rocketmq_py.client.validators import (
+    MAX_PROPERTIES_LENGTH,
+    check_group,
+    check_message,
+    check_properties_length,
+    check_send_topic,
+    check_user_properties,
+)
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -51,7 +59,6 @@ log = logging.getLogger("rocketmq.client")
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
-TOPIC_MAX_LENGTH = 127
 # Codes for which the Java producer tries another broker (remoting.md §10).
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
                                   ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
@@ -114,12 +121,14 @@ class Producer:
         self._header_bases: dict[tuple[str, str], dict[str, str]] = {}
         self._pending: set[asyncio.Task[None]] = set()
         self.shutdown_timeout = send_msg_timeout
+        self._checked_topics: set[str] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
         if self._instance is not None:
             return
+        check_group(self.group)
         self._instance = await MQClientManager.acquire(self.config)
         self._instance.members[f"producer:{self.group}"] = self
 
@@ -157,9 +166,17 @@ class Producer:
     async def send(self, msg: Message, *, queue: MessageQueue | None = None,
                    selector: MessageQueueSelector | None = None, arg: Any = None,
                    timeout: float | None = None) -> SendResult:
-        """Send and wait for the broker's answer (retrying on another broker when that helps)."""
+        """Send and wait for the broker's answer (retrying on another broker when that helps).
+        A message Java's client would refuse raises MessageValidationError here, and nothing
+        is sent."""
+        return await self._send(msg, queue, selector, arg, timeout, True)
+
+    async def _send(self, msg: Message, queue: MessageQueue | None, selector: MessageQueueSelector | None,
+                    arg: Any, timeout: float | None, user_properties: bool) -> SendResult:
+        """``send``; ``user_properties`` False for the SDK's own sends, whose properties hold
+        names a user may not set (a retry copy's RETRY_TOPIC, a half message's TRAN_MSG)."""
         instance = self._require_started()
-        self._validate(msg)
+        self._validate(msg, user_properties)
         begin = time.monotonic()
         deadline = begin + (timeout or self.send_msg_timeout)
         body, sys_flag = self._body(msg)
@@ -197,8 +214,10 @@ class Producer:
 
     def send_async(self, msg: Message, callback: Callable[[SendResult | None, BaseException | None], None],
                    **kwargs: Any) -> None:
-        """Send in the background; ``callback(result, error)`` runs when it completes."""
+        """Send in the background; ``callback(result, error)`` runs when it completes. A message
+        Java's client would refuse raises here, at the call."""
         self._require_started()
+        self._validate(msg)
 
         async def run() -> None:
             try:
@@ -246,7 +265,9 @@ class Producer:
             props = m.to_properties()
             props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
             uniq_keys.append(props.setdefault(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, create_uniq_id()))
-            entries.append(BatchEntry(m.flag, m.body, properties_to_string(props)))
+            properties = properties_to_string(props)
+            check_properties_length(properties)
+            entries.append(BatchEntry(m.flag, m.body, properties))
         body = encode_batch(entries)
         if len(body) > self.max_message_size:
             raise MessageValidationError(f"the batch is {len(body)} bytes, over the limit {self.max_message_size}")
@@ -270,21 +291,30 @@ class Producer:
                                    "call start() first")
         return self._instance
 
-    def _validate(self, msg: Message) -> None:
-        if not msg.topic or not msg.topic.strip():
-            raise MessageValidationError("The specified topic is blank")
-        if len(msg.topic) > TOPIC_MAX_LENGTH:
-            raise MessageValidationError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}")
-        if not msg.body:
-            raise MessageValidationError("the message body length is zero")
-        if len(msg.body) > self.max_message_size:
-            raise MessageValidationError(f"the message body size over max value, MAX: {self.max_message_size}")
+    def _validate(self, msg: Message, user_properties: bool = True) -> None:
+        """Java's ``Validators.checkMessage`` at the call (client/validators.py); the user's
+        properties too unless the SDK set them itself (a retry copy, a half message). A topic
+        once found legal is not matched again: every send asks."""
+        topic = msg.topic
+        checked = topic.__class__ is str and topic in self._checked_topics
+        if not checked:
+            check_send_topic(topic)
+            if len(self._checked_topics) < 4096:
+                self._checked_topics.add(topic)
+        check_message(msg, self.max_message_size, topic_checked=True)
+        if user_properties and msg.properties \
+                and check_user_properties(msg.properties) > MAX_PROPERTIES_LENGTH // 4:
+            # Near the broker's limit: the whole string, as the send will write it.
+            check_properties_length(properties_to_string(msg.to_properties()))
 
     def _body(self, msg: Message) -> tuple[bytes, int]:
-        if len(msg.body) >= self.compress_msg_body_over:
+        body = msg.body
+        if body.__class__ is not bytes:
+            body = bytes(body)  # a bytearray or memoryview, checked by _validate: frozen as sent
+        if len(body) >= self.compress_msg_body_over:
             # Java's default Deflater level 5; the type bits say zlib to 4.9.4+ consumers.
-            return zlib.compress(msg.body, 5), COMPRESSED_FLAG | COMPRESSION_ZLIB
-        return msg.body, 0
+            return zlib.compress(body, 5), COMPRESSED_FLAG | COMPRESSION_ZLIB
+        return body, 0
 
     def _record_latency(self, broker: str, started: float, failed: bool) -> None:
         if self.fault is not None:
@@ -349,7 +379,8 @@ class Producer:
         ext["f"] = str(sys_flag)
         ext["g"] = str(int(time.time() * 1000))
         ext["h"] = str(msg.flag)
-        ext["i"] = properties_to_string(props)
+        ext["i"] = properties = properties_to_string(props)
+        check_properties_length(properties)
         ext["j"] = str(reconsume_times)
         if code == _SEND_BATCH_MESSAGE:
             ext["m"] = "true"

@@ -406,7 +406,7 @@ class PushConsumer(LitePullConsumer):
                 self._inner_producer = Producer(CLIENT_INNER_PRODUCER_GROUP, self.config.namesrv_addr,
                                                 instance_name=self.config.instance_name)
                 await self._inner_producer.start()
-            await self._inner_producer.send(copy)
+            await self._inner_producer._send(copy, None, None, None, None, False)
         except (MQClientError, RemotingError) as exc:
             log.warning("re-sending %s to %s failed: %s", msg.msg_id, copy.topic, exc)
             return False

@@ -178,6 +178,9 @@ class BlockingLitePullConsumer:
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         return run_sync(self._consumer.poll(timeout))
 
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        run_sync(self._consumer.seek(mq, offset))
+
     def commit(self) -> None:
         run_sync(self._consumer.commit())
 

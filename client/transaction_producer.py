@@ -128,12 +128,13 @@ class TransactionProducer(Producer):
         if listener is None:
             raise ClientStateError("TransactionListener is null: pass transaction_listener to TransactionProducer")
         self._require_started()
+        self._validate(msg)  # the user's message as given; the half message adds the SDK's names
         props = dict(msg.properties)
         props.pop(MessageConst.DELAY_TIME_LEVEL, None)  # transactional messages cannot be delayed
         props[MessageConst.TRANSACTION_PREPARED] = "true"
         props[MessageConst.PRODUCER_GROUP] = self.group
         half = replace(msg, properties=props, delay_time_level=0)
-        result = await self.send(half)
+        result = await self._send(half, None, None, None, None, False)
         state = LocalTransactionState.UNKNOW
         local_error: BaseException | None = None
         transaction_id: str | None = None

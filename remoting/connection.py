@@ -231,11 +231,16 @@ class RemotingConnection(asyncio.Protocol):
     # -- writing ----------------------------------------------------------------------------
 
     def write_command(self, cmd: RemotingCommand) -> None:
-        """Queue one frame; it is written at the end of this event-loop turn."""
+        """Queue one frame; it is written at the end of this event-loop turn.
+
+        The frame is encoded here, in the caller's call: a command that cannot be encoded (a
+        ``str`` body, a header the serializer refuses) raises to its caller and queues nothing,
+        so the shared write of this turn never meets it."""
         if self._transport is None:
             raise RemotingSendRequestError(self.remote_addr, self._close_reason)
+        head = encode_frame_head(cmd)
         wbuf = self._wbuf
-        wbuf.append(encode_frame_head(cmd))
+        wbuf.append(head)
         if cmd.body:
             wbuf.append(cmd.body)
         self._wframes += 1
@@ -291,7 +296,11 @@ class RemotingConnection(asyncio.Protocol):
         opaque = request.opaque
         entry = _Pending(fut, None, timeout, _NO_DEADLINE)
         self._register(opaque, entry)
-        self.write_command(request)
+        try:
+            self.write_command(request)
+        except BaseException:
+            del self._pending[opaque]  # never written: nothing will answer it
+            raise
         batch = self._open_batch
         if batch is None or batch.timeout != timeout:
             batch = self._open_batch = _TimeoutBatch(timeout)

@@ -29,17 +29,36 @@ class FrameError(ValueError):
     """The byte stream is not a valid sequence of frames; the connection must be closed."""
 
 
+def frame_body(body: object) -> bytes | bytearray | memoryview:
+    """``body`` as the bytes a frame carries: bytes and bytearrays as they are, any other buffer
+    as a flat view of its bytes. Anything else (a ``str``...) raises TypeError here, where the
+    command is encoded, rather than in the join of a later write that other frames share."""
+    if isinstance(body, bytes | bytearray):
+        return body
+    try:
+        view = memoryview(body)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"a remoting command body must be bytes-like, not {type(body).__name__}") from None
+    if not view.c_contiguous:
+        raise TypeError("a remoting command body must be a contiguous buffer")
+    return view if view.ndim == 1 and view.format == "B" else view.cast("B")
+
+
 def encode_frame_head(cmd: RemotingCommand) -> bytes:
     """The length prefix and header of a command's frame; its body follows as is.
 
     Kept apart from the body so a writer can hand both to one ``join`` without first copying
-    a large body into a frame of its own.
+    a large body into a frame of its own. A body that is not ``bytes`` is replaced by
+    ``frame_body``'s view of it, so the length written is its length in bytes; one that has no
+    bytes raises TypeError, and nothing is written.
     """
+    body = cmd.body
+    if body is not None and body.__class__ is not bytes:
+        body = cmd.body = frame_body(body)
     header = ENCODERS[cmd.serialize_type](cmd)
     hlen = len(header)
     if hlen > 0xFFFFFF:
         raise FrameError(f"header of {hlen} bytes does not fit the 24-bit length field")
-    body = cmd.body
     return _PREFIX.pack(4 + hlen + (len(body) if body else 0), (cmd.serialize_type << 24) | hlen) + header
 
 

@@ -58,6 +58,6 @@ async def test_a_seek_backwards_drops_batches_pulled_before_it(daemons: DaemonSe
         assert first and first[0].queue_offset == 0
         # White-box: wait until later batches sit in the buffer, then seek back.
         assert await wait_until(lambda: consumer._buffer.qsize() >= 2, 10)
-        consumer.seek(mq, 5)
+        await consumer.seek(mq, 5)
         after = await consumer.poll(10)
         assert after and after[0].queue_offset == 5, [m.queue_offset for m in after]
