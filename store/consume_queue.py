@@ -8,6 +8,7 @@ messages by n, so reading a queue is arithmetic plus one slice of the CommitLog 
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import struct
 from collections.abc import Iterator
@@ -19,6 +20,36 @@ log = logging.getLogger("rocketmq.store")
 CQ_STORE_UNIT_SIZE = 20
 _UNIT = struct.Struct(">qiq")
 _BLANK_UNIT = _UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+_SCAN_UNITS = 4096
+
+
+def _valid_prefix(mm: mmap.mmap, file_size: int) -> int:
+    """Bytes of the units from the start of a file up to the first invalid one (a negative
+    offset or a size not above 0: the zeros past the last unit written, or a torn unit).
+
+    A restart reads every unit of a queue's last files, and a busy queue has hundreds of
+    thousands, so units are tested 4,096 at a time by byte columns: a unit's offset and size
+    are non-negative when their top bytes are below 0x80, and its size is not 0 when the OR
+    of its four bytes is not. Only a block that fails is read unit by unit."""
+    step = CQ_STORE_UNIT_SIZE
+    block = _SCAN_UNITS * step
+    pos = 0
+    while pos < file_size:
+        chunk = mm[pos:min(pos + block, file_size)]
+        n = len(chunk) // step
+        size_or = (int.from_bytes(chunk[8::step]) | int.from_bytes(chunk[9::step]) | int.from_bytes(chunk[10::step])
+                   | int.from_bytes(chunk[11::step])).to_bytes(n)
+        if max(chunk[0::step]) < 0x80 and max(chunk[8::step]) < 0x80 and b"\0" not in size_or:
+            pos += n * step
+            continue
+        for offset, size, _ in _UNIT.iter_unpack(chunk[:n * step]):
+            if offset < 0 or size <= 0:
+                return pos
+            pos += step
+        return pos  # unreachable: the block failed its test
+    return pos
 
 
 class ConsumeQueue:
@@ -42,14 +73,12 @@ class ConsumeQueue:
         start = max(0, len(files) - 3)
         end_offset = files[start].file_from_offset
         for mf in files[start:]:
-            pos = 0
-            while pos + CQ_STORE_UNIT_SIZE <= self.file_size:
-                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
-                if offset < 0 or size <= 0:
-                    break
-                if size != 0x7FFFFFFF:
+            pos = _valid_prefix(mf.mm, self.file_size)
+            for at in range(pos - CQ_STORE_UNIT_SIZE, -1, -CQ_STORE_UNIT_SIZE):
+                offset, size, _ = _UNIT.unpack_from(mf.mm, at)
+                if size != 0x7FFFFFFF:  # the last real unit: units point forward in the log
                     self.max_physic_offset = max(self.max_physic_offset, offset + size)
-                pos += CQ_STORE_UNIT_SIZE
+                    break
             end_offset = mf.file_from_offset + pos
             if pos < self.file_size:
                 break

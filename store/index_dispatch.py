@@ -116,9 +116,12 @@ class IndexDispatchProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
 
-    def start(self, from_offset: int, min_offset: int) -> None:
+    def start(self, from_offset: int, min_offset: int, indexed: int | None = None) -> None:
+        """Start the child with the log committed to ``from_offset`` and indexed to ``indexed``
+        (the same by default; less when recovery left the index behind the log)."""
         ctrl = self._ctrl = _open_control(os.path.join(self.root, CONTROL_FILE))
-        for pos, value in ((_COMMITTED, from_offset), (_INDEXED, from_offset), (_FLUSHED_TS, 0),
+        for pos, value in ((_COMMITTED, from_offset), (_INDEXED, from_offset if indexed is None else indexed),
+                           (_FLUSHED_TS, 0),
                            (_MIN_OFFSET, min_offset), (_STOP, 0)):
             _I64.pack_into(ctrl, pos, value)
         self._spawn()

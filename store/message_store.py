@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import errno
 import logging
 import os
 import shutil
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
 from rocketmq_py.remoting.protocol.message import (
+    MESSAGE_MAGIC_CODE,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -44,6 +47,7 @@ from rocketmq_py.store.index_dispatch import (
     wait_for_previous_child,
 )
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
+from rocketmq_py.store.mapped_file import MappedFile
 
 log = logging.getLogger("rocketmq.store")
 
@@ -172,6 +176,8 @@ class DefaultMessageStore:
         self._flushes: set[asyncio.Future[int]] = set()
         self._flushing_to = 0
         self._group_flushed_to = 0  # the end of the last group flush that completed
+        # Where the index child starts: the end of what the IndexFiles hold (set by recovery).
+        self._index_from = 0
         self._last_flush = time.monotonic()
 
     # -- paths ------------------------------------------------------------------------------
@@ -233,6 +239,20 @@ class DefaultMessageStore:
                     cq.load()
 
     def _recover(self, last_exit_ok: bool) -> None:
+        child = self.config.messageIndexEnable and self.config.messageIndexInChildProcess and CHILD_SUPPORTED
+        inline, self._index_inline = self._index_inline, self._index_inline and not child
+        try:
+            self._recover_logs(last_exit_ok)
+        finally:
+            self._index_inline = inline
+        if child:
+            # The child builds what the index lacks, from where it ends, once the store starts:
+            # where the last child stopped, or before that if IndexFiles are gone.
+            indexed = read_indexed_offset(self.root) if last_exit_ok else None
+            resume = self._index_resume_offset()
+            self._index_from = resume if indexed is None else min(indexed, resume)
+
+    def _recover_logs(self, last_exit_ok: bool) -> None:
         max_phy_of_cq = 0
         for queues in self.consume_queue_table.values():
             for cq in queues.values():
@@ -261,7 +281,7 @@ class DefaultMessageStore:
         if self._any_queue_missing() or reput_from < self.commit_log.max_offset:
             self._reput(self.commit_log.min_offset if self._any_queue_missing() else reput_from)
         indexed = read_indexed_offset(self.root)
-        if last_exit_ok and self.config.messageIndexEnable and indexed is not None \
+        if last_exit_ok and self._index_inline and indexed is not None \
                 and max(indexed, self.commit_log.min_offset) < self.commit_log.max_offset:
             # The index child stopped short of the end last time: finish its work here.
             self._reput(max(indexed, self.commit_log.min_offset), index_only=True)
@@ -300,43 +320,69 @@ class DefaultMessageStore:
         log.info("reput from %d done", from_offset)
 
     def _recover_commit_log(self, normal: bool) -> None:
+        """Find where the log's valid records end, from the file Java's recovery starts at.
+
+        Normal: the last three files, checked only. Abnormal (recoverAbnormally): from the
+        newest file whose first record is no newer than the checkpoint says is durable
+        everywhere (isMappedFileMatchedRecover), re-dispatching what the queues lack: a record
+        whose queue offset its ConsumeQueue already holds is skipped, as Java's
+        putMessagePositionInfo skips it, but without decoding it first."""
         files = self.commit_log.queue.files
         if not files:
             return
         if normal:
             start = max(0, len(files) - 3)
         else:
-            # From the newest file whose first record is no newer than the checkpoint says is
-            # durable everywhere; every record from there on is re-dispatched (idempotently).
-            assert self.checkpoint is not None
-            min_ts = self.checkpoint.min_timestamp(self.config.messageIndexSafe)
-            start = 0
-            for i in range(len(files) - 1, -1, -1):
-                ts = self.commit_log.pickup_store_timestamp(files[i].file_from_offset, 92)
-                if 0 < ts <= min_ts:
-                    start = i
-                    break
+            start = self._abnormal_recovery_start(files)
+        pending = None if normal else {(cq.topic.encode(), qid): cq.max_offset_in_queue
+                                       for qs in self.consume_queue_table.values() for qid, cq in qs.items()}
+        # The index child, when there is one, resumes where the index ends (start()); inline,
+        # the records past that end are indexed here.
+        index_from = _NEVER if normal or not self._index_inline else self._index_resume_offset()
         end_offset = files[start].file_from_offset
         for mf in files[start:]:
-            pos = 0
-            limit = mf.file_size
-            while pos < limit:
-                size, msg, valid = self.commit_log.check_record(mf.mm, pos, limit)
-                if not valid:
+            pos, whole, to_dispatch = self.commit_log.scan_records(mf.mm, 0, mf.file_size, pending, index_from,
+                                                                   mf.file_from_offset)
+            for at in to_dispatch:
+                size, msg, valid = self.commit_log.check_record(mf.mm, at, mf.file_size)
+                if msg is None or not valid:  # properties that are not UTF-8: the log ends here
+                    pos, whole = at, False
                     break
-                if msg is not None and not normal:
-                    self._dispatch(msg, size, notify=False)
-                pos = limit if msg is None else pos + size
+                self._dispatch(msg, size, notify=False)
             end_offset = mf.file_from_offset + pos
-            if pos < limit:
+            if not whole:
                 break
         # Zero the torn tail so a later scan never mistakes stale bytes for records.
         for mf in files:
             if mf.file_from_offset <= end_offset < mf.file_from_offset + mf.file_size:
-                tail = end_offset - mf.file_from_offset
-                mf.mm[tail:mf.file_size] = bytes(mf.file_size - tail)
+                _zero_from(mf, end_offset - mf.file_from_offset)
         self.commit_log.queue.set_position(end_offset)
-        log.info("recover commit log %s, end offset %d", "normally" if normal else "abnormally", end_offset)
+        log.info("recover commit log %s from file %d, end offset %d", "normally" if normal else "abnormally",
+                 files[start].file_from_offset, end_offset)
+
+    def _abnormal_recovery_start(self, files: list[MappedFile]) -> int:
+        """The index of the newest file whose first record was stored no later than the
+        checkpoint's minimum (Java's isMappedFileMatchedRecover); the first file if none is."""
+        assert self.checkpoint is not None
+        min_ts = self.checkpoint.min_timestamp(self.config.messageIndexEnable and self.config.messageIndexSafe)
+        for i in range(len(files) - 1, -1, -1):
+            ts = self.commit_log.pickup_store_timestamp(files[i].file_from_offset, 92)
+            if 0 < ts <= min_ts:
+                return i
+        return 0
+
+    def _index_resume_offset(self) -> int:
+        """Where indexing resumes after a crash: past the last record the surviving IndexFiles
+        hold (its entries are there; IndexService.load dropped any file newer than the
+        checkpoint), or the log's start when no IndexFile survived."""
+        end = self.index_service.max_phy_offset
+        if end < self.commit_log.min_offset:
+            return self.commit_log.min_offset
+        data = self.commit_log.get_data(end, 8)
+        if data is None:
+            return end
+        size, magic = struct.unpack(">ii", data)
+        return end + size if magic == MESSAGE_MAGIC_CODE and size > 0 else end
 
     async def start(self) -> None:
         self.shutdown_flag = False
@@ -350,7 +396,9 @@ class DefaultMessageStore:
                 self.index_dispatch = IndexDispatchProcess(
                     self.root, self.config.commit_log_dir(), self.config.mappedFileSizeCommitLog,
                     self.config.maxHashSlotNum, self.config.maxIndexNum, self.config.flushIntervalConsumeQueue)
-                self.index_dispatch.start(self.commit_log.max_offset, self.commit_log.min_offset)
+                self.index_dispatch.start(self.commit_log.max_offset, self.commit_log.min_offset,
+                                          indexed=min(max(self._index_from, self.commit_log.min_offset),
+                                                      self.commit_log.max_offset))
                 self._index_inline = False
         self._tasks = [loop.create_task(self._flush_commit_log_service()),
                        loop.create_task(self._flush_consume_queue_service()),
@@ -968,7 +1016,33 @@ class DefaultMessageStore:
         return deleted
 
 
+_NEVER = 1 << 62  # an offset no record reaches
 _MAX_GROUP_FLUSHES = 1  # fsyncs in flight for SYNC_FLUSH group commit (see _start_group_flush)
+
+
+_ZERO_CHUNK = bytes(1 << 20)
+
+
+def _zero_from(mf: MappedFile, pos: int) -> None:
+    """Zero ``mf`` from ``pos`` to its end where it holds data. Holes (a file is created sparse,
+    or reserved without being written) already read as zeros: writing them would allocate and
+    dirty what is left of a 1 GiB file, seconds of a recovery that found a 100 MB log. Where the
+    file system cannot say where its holes are, everything from ``pos`` is zeroed."""
+    size = mf.file_size
+    while pos < size:
+        try:
+            data = os.lseek(mf.fd, pos, os.SEEK_DATA)
+            hole = min(os.lseek(mf.fd, data, os.SEEK_HOLE), size) if data < size else size
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data past pos
+                return
+            data, hole = pos, size  # SEEK_DATA not supported here
+        except AttributeError:  # no SEEK_DATA on this platform
+            data, hole = pos, size
+        for start in range(data, hole, len(_ZERO_CHUNK)):
+            stop = min(start + len(_ZERO_CHUNK), hole)
+            mf.mm[start:stop] = _ZERO_CHUNK[:stop - start]
+        pos = hole
 
 
 def _flush_queues(queues: list[ConsumeQueue]) -> None:
