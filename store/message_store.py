@@ -376,7 +376,7 @@ class DefaultMessageStore:
         hold (its entries are there; IndexService.load dropped any file newer than the
         checkpoint), or the log's start when no IndexFile survived."""
         end = self.index_service.max_phy_offset
-        if end < self.commit_log.min_offset:
+        if not self.index_service.files or end < self.commit_log.min_offset:
             return self.commit_log.min_offset
         data = self.commit_log.get_data(end, 8)
         if data is None:

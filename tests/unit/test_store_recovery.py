@@ -1,0 +1,227 @@
+"""Recovery's fast paths pinned to the slow ones they replace, and the file recovery starts from."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from functools import cache
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_py.remoting.protocol.message import RecordError, decode_record
+from rocketmq_py.store.commit_log import CommitLog
+from rocketmq_py.store.consume_queue import _UNIT, CQ_STORE_UNIT_SIZE, _valid_prefix
+from rocketmq_py.store.message_store import DefaultMessageStore
+from tests.store_helpers import message, small_config
+from tests.unit.test_store import _crashed_store, _read, _write
+
+LOG_SIZE = 64 * 1024
+
+
+def _patch(path: str, at: int, data: bytes) -> None:
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(data)
+
+
+def _reference_end(log: CommitLog, mm: mmap.mmap, limit: int) -> tuple[int, bool]:
+    """Where the record-by-record walk (``check_record``, a full strict decode) ends a file."""
+    pos = 0
+    while pos < limit:
+        size, msg, valid = log.check_record(mm, pos, limit)
+        if not valid:
+            return pos, False
+        if msg is None:
+            return limit, True
+        pos += size
+    return pos, True
+
+
+@cache
+def _log_file() -> bytes:
+    """A 64 KiB CommitLog file written by the store: IPv4 and IPv6 hosts, bodies of every size
+    from 1 byte, properties or none, and a BLANK filler at its end."""
+    import asyncio
+    import tempfile
+
+    async def write(root: str) -> bytes:
+        s = DefaultMessageStore(small_config(root, messageIndexInChildProcess=False))
+        await s.load()
+        await s.start()
+        i = 0
+        while len(s.commit_log.queue.files) < 2:
+            await s.put_message(message("Scan" if i % 3 else "ScanOther", os.urandom(1 + i * 37 % 900),
+                                        queue_id=i % 3, keys=f"k{i}" if i % 2 else None,
+                                        born_host=("fe80::1", 1) if i % 5 == 0 else ("10.1.2.3", 5555)))
+            i += 1
+        data = bytes(s.commit_log.queue.files[0].mm)
+        await s.shutdown()
+        return data
+
+    with tempfile.TemporaryDirectory() as root:
+        return asyncio.run(write(root))
+
+
+_damage = st.lists(st.tuples(st.integers(0, LOG_SIZE - 1), st.integers(0, 255)), min_size=1, max_size=3)
+
+
+@settings(max_examples=300)
+@given(damage=_damage, zero_from=st.one_of(st.none(), st.integers(0, LOG_SIZE - 1)))
+def test_the_scan_ends_a_file_where_the_record_by_record_walk_does(damage: list[tuple[int, int]],
+                                                                   zero_from: int | None) -> None:
+    """Bytes changed anywhere (or a tail zeroed, as a torn write leaves it): the scan stops at
+    the same record as a strict decode of each, but for one case the scan does not test: a
+    property byte that is no longer UTF-8 (the CRC covers the body only)."""
+    log = CommitLog.__new__(CommitLog)
+    log.config = small_config("unused")
+    with mmap.mmap(-1, LOG_SIZE) as mm:
+        mm[:] = _log_file()
+        for at, value in damage:
+            mm[at] = value
+        if zero_from is not None:
+            mm[zero_from:] = bytes(LOG_SIZE - zero_from)
+        want = _reference_end(log, mm, LOG_SIZE)
+        got, whole, to_dispatch = log.scan_records(mm, 0, LOG_SIZE, None, 1 << 62, 0)
+        if (got, whole) != want:
+            assert got > want[0], "the scan never stops earlier than the walk"
+            try:
+                decode_record(memoryview(mm)[want[0]:], 0, check_crc=True, strict=True)
+            except RecordError as exc:
+                assert "utf-8" in str(exc), (got, whole, want, str(exc))
+        assert to_dispatch == []
+
+
+def test_the_scan_lists_what_the_queues_lack() -> None:
+    log = CommitLog.__new__(CommitLog)
+    log.config = small_config("unused")
+    with mmap.mmap(-1, LOG_SIZE) as mm:
+        mm[:] = _log_file()
+        everything: dict[tuple[bytes, int], int] = {}
+        _, whole, all_positions = log.scan_records(mm, 0, LOG_SIZE, everything, 1 << 62, 0)
+        assert whole and len(all_positions) > 20
+        records = [decode_record(memoryview(mm)[at:], 0) for at in all_positions]
+        assert everything == {(t.encode(), q): 1 + max(r.queue_offset for r in records
+                                                       if (r.topic, r.queue_id) == (t, q))
+                              for t, q in {(r.topic, r.queue_id) for r in records}}
+        # Queue Scan/1 holds its first two units; the index ends at the tenth record.
+        pending = {(b"Scan", 1): 2, (b"Scan", 2): 10**9, (b"ScanOther", 0): 10**9}
+        _, _, listed = log.scan_records(mm, 0, LOG_SIZE, pending, all_positions[10], 0)
+        assert listed == [at for i, (at, r) in enumerate(zip(all_positions, records, strict=True))
+                          if i >= 10 or ((r.topic, r.queue_id) == ("Scan", 1) and r.queue_offset >= 2)]
+
+
+def _naive_prefix(data: bytes) -> int:
+    pos = 0
+    while pos + CQ_STORE_UNIT_SIZE <= len(data):
+        offset, size, _ = _UNIT.unpack_from(data, pos)
+        if offset < 0 or size <= 0:
+            break
+        pos += CQ_STORE_UNIT_SIZE
+    return pos
+
+
+_units = st.tuples(st.integers(-(2**63), 2**63 - 1), st.one_of(st.integers(-(2**31), 2**31 - 1),
+                                                               st.sampled_from([0, 1, 0x7FFFFFFF, -1])),
+                   st.integers(-(2**63), 2**63 - 1))
+
+
+@settings(max_examples=200)
+@given(good=st.integers(0, 9000), bad=st.lists(st.tuples(st.integers(0, 9999), _units), max_size=3))
+def test_consume_queue_recovery_stops_at_the_first_bad_unit(good: int, bad: list[tuple[int, tuple[int, int, int]]]
+                                                           ) -> None:
+    """The block test finds the unit a unit-by-unit walk stops at, wherever it is."""
+    units = 10_000
+    data = bytearray(units * CQ_STORE_UNIT_SIZE)
+    for i in range(good):
+        _UNIT.pack_into(data, i * CQ_STORE_UNIT_SIZE, 1000 + i * 100, 100, i)
+    for i, unit in bad:
+        _UNIT.pack_into(data, i * CQ_STORE_UNIT_SIZE, *unit)
+    with mmap.mmap(-1, len(data)) as mm:
+        mm[:] = data
+        assert _valid_prefix(mm, len(data)) == _naive_prefix(bytes(data))
+
+
+async def test_abnormal_recovery_starts_at_the_file_the_checkpoint_vouches_for(tmp_path: str) -> None:
+    """Java's isMappedFileMatchedRecover: the newest file whose first record is no newer than
+    the checkpoint's minimum (less 3 s). A record broken in an older file is not read again;
+    broken in that file, it ends the log."""
+    root = str(tmp_path)
+    config = small_config(root, mappedFileSizeCommitLog=LOG_SIZE, messageIndexInChildProcess=False)
+    s = DefaultMessageStore(config)
+    await s.load()
+    await s.start()
+    i = 0
+    while len(s.commit_log.queue.files) < 4:
+        await s.put_message(message("Start", f"m{i}".encode() * 40, queue_id=i % 2))
+        i += 1
+    end = s.commit_log.max_offset
+    await s.shutdown()
+    paths = [os.path.join(root, "commitlog", f"{k * LOG_SIZE:020d}") for k in range(4)]
+    # IPv4 born hosts: a record's store time is at byte 56.
+    first_stored = [struct.unpack_from(">q", _read(path), 56)[0] for path in paths]
+    data = _read(paths[1])
+    (first_size,) = struct.unpack_from(">i", data)
+    _patch(paths[1], first_size + 88, bytes([data[first_size + 88] ^ 0xFF]))  # the second record's body
+
+    async def crash_and_load(checkpoint_ts: int) -> int:
+        _patch(os.path.join(root, "checkpoint"), 0, struct.pack(">qqq", checkpoint_ts, checkpoint_ts, checkpoint_ts))
+        _write(os.path.join(root, "abort"), b"")
+        again = DefaultMessageStore(config)
+        assert not await again.load()
+        recovered = again.commit_log.max_offset
+        await again.start()
+        await again.shutdown()
+        return recovered
+
+    # The checkpoint vouches for file 2: the record broken in file 1 is not read.
+    assert await crash_and_load(first_stored[2] + 3000) == end
+    # It vouches for file 1 only: the log ends at that record.
+    assert await crash_and_load(first_stored[1] + 3000) == LOG_SIZE + first_size
+
+
+async def test_abnormal_recovery_restores_the_units_a_queue_lost(tmp_path: str) -> None:
+    root = str(tmp_path)
+    start, size, _ = await _crashed_store(root, 5)
+    cq_path = os.path.join(root, "consumequeue", "Torn", "0", f"{0:020d}")
+    units = _read(cq_path)[:5 * CQ_STORE_UNIT_SIZE]
+    _patch(cq_path, 2 * CQ_STORE_UNIT_SIZE, bytes(3 * CQ_STORE_UNIT_SIZE))  # three units lost
+    s = DefaultMessageStore(small_config(root))
+    assert not await s.load()
+    try:
+        assert s.get_max_offset_in_queue("Torn", 0) == 5
+        cq = s.find_consume_queue("Torn", 0)
+        assert [cq.unit_at(i) for i in range(5)] == list(_UNIT.iter_unpack(units))
+        assert s.commit_log.max_offset == start + size
+    finally:
+        await s.start()
+        await s.shutdown()
+
+
+async def test_after_a_crash_the_index_child_indexes_what_the_index_lacks(tmp_path: str) -> None:
+    root = str(tmp_path)
+    await _crashed_store(root, 30)
+    s = DefaultMessageStore(small_config(root))
+    assert not await s.load()
+    await s.start()
+    try:
+        for i in range(30):
+            found = await s.query_message("Torn", f"k{i}", 8, 0, 2**62)
+            assert [decode_record(b).body for b in found] == [f"message-{i}".encode() * 3], f"key k{i}"
+    finally:
+        await s.shutdown()
+
+
+async def test_recovery_zeroes_stale_bytes_past_the_end_of_the_log(tmp_path: str) -> None:
+    root = str(tmp_path)
+    start, size, _ = await _crashed_store(root, 5)
+    path = os.path.join(root, "commitlog", f"{0:020d}")
+    file_size = len(_read(path))
+    _patch(path, start + size // 2, bytes(size - size // 2))  # the last record torn
+    _patch(path, file_size - 4096, b"\xAB" * 4096)  # bytes far past it, as a lost page in between leaves
+    s = DefaultMessageStore(small_config(root))
+    assert not await s.load()
+    await s.start()
+    await s.shutdown()
+    assert _read(path)[start:] == bytes(file_size - start)
