@@ -35,6 +35,7 @@ from rocketmq_py.broker.pull_hold import PullRequestHoldService
 from rocketmq_py.broker.rebalance_lock_manager import RebalanceLockManager
 from rocketmq_py.broker.schedule_message_service import ScheduleMessageService
 from rocketmq_py.broker.stats import BrokerStats
+from rocketmq_py.broker.stats_manager import BrokerStatsManager
 from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManager
 from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
@@ -77,6 +78,7 @@ class BrokerController:
         self.consumer_manager = ConsumerManager(self._on_consumer_ids_changed, expiry)
         self.rebalance_lock_manager = RebalanceLockManager(cfg.rebalanceLockMaxLiveTime / 1000)
         self.message_store = DefaultMessageStore(self.store_config)
+        self.stats_manager = BrokerStatsManager(self)
         self.schedule_message_service = ScheduleMessageService(self.message_store)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
@@ -166,7 +168,7 @@ class BrokerController:
         await self.register_broker_all()
         self._tasks = [loop.create_task(self._registration_loop()), loop.create_task(self._persist_offsets_loop()),
                        loop.create_task(self._housekeeping_loop()), loop.create_task(self.stats.run_sampling()),
-                       loop.create_task(self.stats.run_morning_records())]
+                       loop.create_task(self.stats.run_morning_records()), loop.create_task(self.stats_manager.run())]
 
     async def register_broker_all(self) -> None:
         cfg = self.broker_config

@@ -59,6 +59,8 @@ class BrokerStats:
     # Pulls that found messages / found none (Java's getMessageTimesTotalFound / Miss).
     get_found_times: int = 0
     get_miss_times: int = 0
+    # "topic@group" -> [messages, bytes, pulls] handed to that group (Java's GROUP_GET_NUMS/SIZE).
+    group_gets: dict[str, list[int]] = field(default_factory=dict)
     msg_put_total_yesterday_morning: int = 0
     msg_put_total_today_morning: int = 0
     msg_get_total_yesterday_morning: int = 0
@@ -71,11 +73,18 @@ class BrokerStats:
         self.put_messages += count
         self.put_bytes += size
 
-    def record_get(self, count: int, size: int) -> None:
-        """A pull that found ``count`` messages of ``size`` bytes."""
+    def record_get(self, count: int, size: int, group: str, topic: str) -> None:
+        """A pull by ``group`` that found ``count`` messages of ``size`` bytes in ``topic``."""
         self.get_found_times += 1
         self.get_messages += count
         self.get_bytes += size
+        key = f"{topic}@{group}"
+        counts = self.group_gets.get(key)
+        if counts is None:
+            counts = self.group_gets[key] = [0, 0, 0]
+        counts[0] += count
+        counts[1] += size
+        counts[2] += 1
 
     def record_miss(self) -> None:
         """A pull answered without messages."""

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from rocketmq_py.broker.runtime_info import prepare_runtime_info
+from rocketmq_py.broker.stats_manager import CallSnapshot, StatsItem
 from rocketmq_py.broker.topic_config_manager import validate_topic
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
-from rocketmq_py.remoting.protocol.admin import encode_consume_stats
+from rocketmq_py.remoting.protocol.admin import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    ViewBrokerStatsDataRequestHeader,
+    encode_consume_stats,
+)
 from rocketmq_py.remoting.protocol.broker import (
     ConnectionBody,
     ConsumerConnection,
@@ -52,6 +59,7 @@ class AdminBrokerProcessor:
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
@@ -134,7 +142,8 @@ class AdminBrokerProcessor:
                         if consumer_offset > 0 else 0)
                 table[(topic, broker.broker_config.brokerName, qid)] = {
                     "brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": max(last, 0)}
-        return request.response(body=encode_consume_stats(0.0, table).encode())
+        tps = sum(broker.stats_manager.tps_group_get_nums(h.consumerGroup, topic) for topic in topics)
+        return request.response(body=encode_consume_stats(tps, table).encode())
 
     async def get_consumer_connection_list(self, conn: RemotingConnection, request: RemotingCommand
                                            ) -> RemotingCommand:
@@ -224,6 +233,20 @@ class AdminBrokerProcessor:
 
     async def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(body=KVTable(table=prepare_runtime_info(self.broker)).encode())
+
+    async def view_broker_stats_data(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """One stats item's sums and rates over the last minute, hour and day (``mqadmin statsAll``)."""
+        h = request.decode_header(ViewBrokerStatsDataRequestHeader)
+        item = self.broker.stats_manager.get_stats_item(h.statsName, h.statsKey)
+        if item is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"The stats <{h.statsName}> <{h.statsKey}> not exist")
+
+        def window(snapshots: deque[CallSnapshot]) -> BrokerStatsItem:
+            total, tps, avgpt = StatsItem.compute(snapshots)
+            return BrokerStatsItem(avgpt=avgpt, sum=total, tps=tps)
+
+        return request.response(body=BrokerStatsData(statsDay=window(item.day), statsHour=window(item.hour),
+                                                     statsMinute=window(item.minute)).encode())
 
     async def update_broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

@@ -110,7 +110,7 @@ class AdminConsumeProcessor:
                                                         "consumerOffset": consumer_offset,
                                                         "lastTimestamp": max(last, 0)}
                     total_diff += broker_offset - consumer_offset
-                per_topic.append(encode_consume_stats(0.0, table))
+                per_topic.append(encode_consume_stats(broker.stats_manager.tps_group_get_nums(group, topic), table))
             stats_list.append({group: per_topic})
         return request.response(body=encode_consume_stats_list(broker.broker_addr, stats_list, total_diff))
 

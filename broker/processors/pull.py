@@ -187,7 +187,7 @@ class PullMessageProcessor:
                                                minOffset=result.min_offset, maxOffset=result.max_offset)
             body = b"".join(result.buffers) if code == ResponseCode.SUCCESS else None
             if body:
-                broker.stats.record_get(result.message_count, len(body))
+                broker.stats.record_get(result.message_count, len(body), h.consumerGroup, h.topic)
             response = request.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
                                         header=header, body=body)
         if allow_suspend and h.sysFlag & FLAG_COMMIT_OFFSET and broker.broker_config.brokerId == MASTER_ID:

@@ -94,6 +94,15 @@ class GetConsumerStatusRequestHeader(CommandHeader):
 
 
 @dataclass
+class ViewBrokerStatsDataRequestHeader(CommandHeader):
+    """VIEW_BROKER_STATS_DATA (315): ``statsName`` such as TOPIC_PUT_NUMS, ``statsKey`` a topic
+    or ``topic@group``."""
+
+    statsName: str
+    statsKey: str
+
+
+@dataclass
 class ResumeCheckHalfMessageRequestHeader(CommandHeader):
     """RESUME_CHECK_HALF_MESSAGE (323): the half message's offset message id."""
 
@@ -188,3 +197,17 @@ class ProducerTableInfo(JsonBody):
 
     data: dict[str, list[ProducerInfo]] = Field(default_factory=dict)
 
+
+
+class BrokerStatsItem(JsonBody):
+    avgpt: float
+    sum: int
+    tps: float
+
+
+class BrokerStatsData(JsonBody):
+    """VIEW_BROKER_STATS_DATA's answer: one stats item over the last minute, hour and day."""
+
+    statsDay: BrokerStatsItem
+    statsHour: BrokerStatsItem
+    statsMinute: BrokerStatsItem

@@ -32,6 +32,8 @@ TOPIC_LIST = {"topicList": list}
 PRODUCER_TABLE_INFO = {"data": dict}
 PRODUCER_INFO = {"clientId": str, "language": str, "lastUpdateTimestamp": int, "remoteIP": str, "version": int}
 GET_CONSUMER_STATUS_BODY = {"consumerTable": dict, "messageQueueTable": dict}
+BROKER_STATS_DATA = {"statsDay": dict, "statsHour": dict, "statsMinute": dict}
+BROKER_STATS_ITEM = {"avgpt": float, "sum": int, "tps": float}
 
 
 async def _heartbeat(client: RemotingClient, broker: Daemon, client_id: str, *, group: str | None = None,
@@ -242,3 +244,19 @@ async def test_acl_requests_refused_with_a_reason(module_broker: Daemon, client:
                          (RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, ResponseCode.SYSTEM_ERROR)):
         r = await call(client, broker.addr, code, {"accessKey": "rocketmq2"})
         assert (r.code, r.remark) == (answer, "ACL is not enabled on this broker (aclEnable=false)"), code
+
+
+async def test_view_broker_stats_data(module_broker: Daemon, client: RemotingClient) -> None:
+    broker = module_broker
+    # The broker-wide items exist from the sampler's first tick at start-up.
+    r = await call(client, broker.addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                   {"statsName": "BROKER_PUT_NUMS", "statsKey": "DefaultCluster"})
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    body = json.loads(r.body)
+    assert_fields(body, BROKER_STATS_DATA)
+    for window in body.values():
+        assert_fields(window, BROKER_STATS_ITEM)
+        assert window["sum"] >= 0 and window["tps"] >= 0
+    r = await call(client, broker.addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                   {"statsName": "GROUP_GET_NUMS", "statsKey": "NoTopic@nogroup"})
+    assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The stats <GROUP_GET_NUMS> <NoTopic@nogroup> not exist")
