@@ -20,6 +20,7 @@ import time
 
 from rocketmq_py.broker.config_manager import ConfigManager
 from rocketmq_py.broker.topic_config_manager import TRANS_HALF_TOPIC
+from rocketmq_py.remoting.header import parse_int, shown
 from rocketmq_py.remoting.protocol import json_body
 from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record, properties_to_string
 from rocketmq_py.store.commit_log import MessageExtBrokerInner, inner_from_ext
@@ -35,7 +36,7 @@ FIRST_DELAY_TIME = 1.0
 
 
 class DelayLevelError(ValueError):
-    """A DELAY property that is not a whole number."""
+    """A DELAY property Java's Integer.parseInt refuses."""
 
 
 class ScheduleMessageService(ConfigManager):
@@ -73,9 +74,9 @@ class ScheduleMessageService(ConfigManager):
         if raw is None:
             return 0
         try:
-            level = int(raw)
+            level = parse_int(raw)  # as Java's Message.getDelayTimeLevel: beyond int32 is refused
         except ValueError:
-            raise DelayLevelError(f"the delay level {raw!r} is not a number") from None
+            raise DelayLevelError(f"the delay level (property DELAY) {shown(raw)} is not an int") from None
         return min(level, self.max_delay_level) if level > 0 else 0
 
     def park(self, props: dict[str, str], topic: str, queue_id: int, level: int) -> tuple[str, int]:

@@ -12,7 +12,7 @@ from rocketmq_py.remoting.exceptions import (
     RemotingTooMuchRequestError,
 )
 from rocketmq_py.remoting.frame import FrameDecoder, FrameError, encode_frame
-from rocketmq_py.remoting.header import CommandHeader, HeaderError, wire
+from rocketmq_py.remoting.header import CommandHeader, HeaderError, Int32, Int64, wire
 from rocketmq_py.remoting.processor import RequestProcessor
 from rocketmq_py.remoting.server import RemotingServer, ServerConfig
 
@@ -24,6 +24,8 @@ __all__ = [
     "FrameDecoder",
     "FrameError",
     "HeaderError",
+    "Int32",
+    "Int64",
     "LanguageCode",
     "RPCHook",
     "RemotingClient",

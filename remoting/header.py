@@ -7,6 +7,12 @@ into those types and ``to_ext_fields`` writes them back the way Java's ``toStrin
 ``@CFNotNull``; a missing or unparsable one raises ``HeaderError`` with a remark a person can
 act on, which the server answers as SYSTEM_ERROR instead of failing later in the handler.
 
+Integers are declared ``Int32`` (Java's ``int``/``Integer``) or ``Int64`` (``long``/``Long``)
+and read as ``Integer.parseInt`` / ``Long.parseLong`` read them: an optional sign and decimal
+digits, inside the type's range. Python's ``int()`` also takes spaces, underscores and any size;
+a value Java refuses must be refused here before anything is stored, or it fails later, half
+way through a put (docs/request-fields.md).
+
 A field whose wire name differs from its Python name (the single-letter keys of
 SendMessageRequestHeaderV2) says so with ``wire("a")``.
 """
@@ -18,7 +24,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
 
 class HeaderError(ValueError):
@@ -30,18 +36,55 @@ def wire(key: str, default: Any = dataclasses.MISSING) -> Any:
     return dataclasses.field(default=default, metadata={"wire": key})
 
 
-def _parse_bool(raw: str) -> bool:
-    # Java's Boolean.parseBoolean: case-insensitive "true", anything else is false.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# A header field's Java integer type, by name: ``queueId: Int32``, ``queueOffset: Int64``.
+Int32 = Annotated[int, "int"]
+Int64 = Annotated[int, "long"]
+
+
+def _parse_integer(raw: str, low: int, high: int) -> int:
+    # Integer.parseInt / Long.parseLong: a sign, then one or more digits (Character.digit takes
+    # any Unicode decimal digit, as str.isdecimal does), and nothing else: no spaces, no "_".
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    if not digits.isdecimal():
+        raise ValueError("not a decimal number")
+    value = int(raw)
+    if not low <= value <= high:
+        raise ValueError("out of range")
+    return value
+
+
+def parse_int(raw: str) -> int:
+    """Java's ``Integer.parseInt``: ValueError for anything it throws NumberFormatException on."""
+    return _parse_integer(raw, INT32_MIN, INT32_MAX)
+
+
+def parse_long(raw: str) -> int:
+    """Java's ``Long.parseLong``: ValueError for anything it throws NumberFormatException on."""
+    return _parse_integer(raw, INT64_MIN, INT64_MAX)
+
+
+def parse_boolean(raw: str) -> bool:
+    """Java's ``Boolean.parseBoolean``: "true" in any case is true, anything else false."""
     return raw.lower() == "true"
 
 
-_PARSERS: dict[type, typing.Callable[[str], Any]] = {str: str, int: int, float: float, bool: _parse_bool}
+def shown(raw: str, limit: int = 64) -> str:
+    """A client's value as a remark quotes it: repr'd, and cut (a header value may be megabytes)."""
+    return repr(raw) if len(raw) <= limit else repr(raw[:limit]) + f"... ({len(raw)} characters)"
+
+
+_PARSERS: dict[Any, typing.Callable[[str], Any]] = {
+    str: str, "int": parse_int, "long": parse_long, float: float, bool: parse_boolean}
+_JAVA_NAMES: dict[Any, str] = {str: "String", "int": "int", "long": "long", float: "double", bool: "boolean"}
 
 
 class _Spec(typing.NamedTuple):
     name: str
     key: str
-    kind: type
+    kind: Any  # str, bool, float, or "int" / "long" for Int32 / Int64
     required: bool
     default: Any
 
@@ -57,14 +100,18 @@ class CommandHeader:
         cached = cls.__dict__.get("_specs_cache")
         if cached is not None:
             return cached
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         specs = []
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             kind = hints[f.name]
             if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
                 kind = next(a for a in typing.get_args(kind) if a is not type(None))
+            if typing.get_origin(kind) is Annotated:
+                kind = typing.get_args(kind)[1]
             if kind not in _PARSERS:
-                raise TypeError(f"{cls.__name__}.{f.name}: unsupported header type {kind!r}")
+                # A bare ``int`` too: its Java type decides which values are refused.
+                raise TypeError(f"{cls.__name__}.{f.name}: unsupported header type {kind!r} "
+                                "(integers are Int32 or Int64)")
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             default = None if f.default is dataclasses.MISSING else f.default
             specs.append(_Spec(f.name, f.metadata.get("wire", f.name), kind, required, default))
@@ -113,7 +160,7 @@ class CommandHeader:
                 read.append(f"            {var} = parse_{i}({var})")
                 read.append("        except (TypeError, ValueError):")
                 read.append(f"            raise HeaderError('the custom field <{spec.key}> is not a valid "
-                            f"{spec.kind.__name__}: ' + repr({var})) from None")
+                            f"{_JAVA_NAMES[spec.kind]}: ' + shown({var})) from None")
         read.append(f"    return cls({', '.join(names)})")
         write = ["def to_ext(self):", "    out = {}"]
         for spec in specs:
@@ -126,7 +173,7 @@ class CommandHeader:
             else:
                 write.append(f"        out[{spec.key!r}] = str(v)")
         write.append("    return out")
-        namespace: dict[str, Any] = {"HeaderError": HeaderError}
+        namespace: dict[str, Any] = {"HeaderError": HeaderError, "shown": shown}
         for i, spec in enumerate(specs):
             namespace[f"default_{i}"] = spec.default
             namespace[f"parse_{i}"] = _PARSERS[spec.kind]

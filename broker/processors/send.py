@@ -25,6 +25,7 @@ from rocketmq_py.broker.topic_config_manager import (
 from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.header import INT32_MAX, INT64_MAX
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.message import (
@@ -234,14 +235,27 @@ class SendMessageProcessor(RequestProcessor):
             if plain is None:
                 break
             try:
-                int(ext["d"])  # defaultTopicQueueNums: unused here, but the typed header requires it
-                queue_id = int(ext["e"])
-                sys_flag = int(ext["f"])
-                born_timestamp = int(ext["g"])
-                flag = int(ext["h"])
-                reconsume = ext.get("j")
-                reconsume_times = 0 if reconsume is None else int(reconsume)
-            except (KeyError, ValueError):
+                # Plain digits only, each within its Java type: int() also takes a sign, spaces
+                # and "_", and any size, where Java's parseInt/parseLong refuse some of those and
+                # the store's record cannot hold the rest. Anything else is the typed header's
+                # to read (a negative queue id or flag is legal there) or to refuse.
+                raw_queues, raw_queue_id, raw_sys_flag, raw_born, raw_flag = \
+                    ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
+                raw_reconsume = ext.get("j", "0")
+                if not (raw_queues.isdigit() and raw_queue_id.isdigit() and raw_sys_flag.isdigit()
+                        and raw_born.isdigit() and raw_flag.isdigit() and raw_reconsume.isdigit()):
+                    break
+                # defaultTopicQueueNums is unused here, but the typed header requires it.
+                queues = int(raw_queues)
+                queue_id = int(raw_queue_id)
+                sys_flag = int(raw_sys_flag)
+                born_timestamp = int(raw_born)
+                flag = int(raw_flag)
+                reconsume_times = int(raw_reconsume)
+            except (KeyError, ValueError):  # a missing field, or a digit int() does not read ("²")
+                break
+            if (queues > INT32_MAX or sys_flag > INT32_MAX or flag > INT32_MAX or reconsume_times > INT32_MAX
+                    or born_timestamp > INT64_MAX):
                 break
             properties, wait = plain
             body = request.body or b""

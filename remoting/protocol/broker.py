@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from rocketmq_py.remoting.header import CommandHeader, wire
+from rocketmq_py.remoting.header import CommandHeader, Int32, Int64, wire
 from rocketmq_py.remoting.protocol.heartbeat import SubscriptionData
 from rocketmq_py.remoting.protocol.json_body import JsonBody
 
@@ -18,16 +18,16 @@ class SendMessageRequestHeader(CommandHeader):
     producerGroup: str
     topic: str
     defaultTopic: str
-    defaultTopicQueueNums: int
-    queueId: int
-    sysFlag: int
-    bornTimestamp: int
-    flag: int
+    defaultTopicQueueNums: Int32
+    queueId: Int32
+    sysFlag: Int32
+    bornTimestamp: Int64
+    flag: Int32
     properties: str | None = None
-    reconsumeTimes: int | None = None
+    reconsumeTimes: Int32 | None = None
     unitMode: bool | None = None
     batch: bool | None = None
-    maxReconsumeTimes: int | None = None
+    maxReconsumeTimes: Int32 | None = None
     bname: str | None = None
 
 
@@ -42,16 +42,16 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader):
     producerGroup: str = wire("a")
     topic: str = wire("b")
     defaultTopic: str = wire("c")
-    defaultTopicQueueNums: int = wire("d")
-    queueId: int = wire("e")
-    sysFlag: int = wire("f")
-    bornTimestamp: int = wire("g")
-    flag: int = wire("h")
+    defaultTopicQueueNums: Int32 = wire("d")
+    queueId: Int32 = wire("e")
+    sysFlag: Int32 = wire("f")
+    bornTimestamp: Int64 = wire("g")
+    flag: Int32 = wire("h")
     properties: str | None = wire("i", None)
-    reconsumeTimes: int | None = wire("j", None)
+    reconsumeTimes: Int32 | None = wire("j", None)
     unitMode: bool | None = wire("k", None)
     batch: bool | None = wire("m", None)
-    maxReconsumeTimes: int | None = wire("l", None)
+    maxReconsumeTimes: Int32 | None = wire("l", None)
     bname: str | None = wire("n", None)
 
     @classmethod
@@ -64,8 +64,8 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader):
 @dataclass
 class SendMessageResponseHeader(CommandHeader):
     msgId: str
-    queueId: int
-    queueOffset: int
+    queueId: Int32
+    queueOffset: Int64
     transactionId: str | None = None
 
 
@@ -74,13 +74,13 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
     """CONSUMER_SEND_MSG_BACK (headers.md §4): ``delayLevel`` 0 lets the broker choose
     ``3 + reconsumeTimes``, a negative level sends the message straight to the DLQ."""
 
-    offset: int
+    offset: Int64
     group: str
-    delayLevel: int
+    delayLevel: Int32
     originMsgId: str | None = None
     originTopic: str | None = None
     unitMode: bool | None = None
-    maxReconsumeTimes: int | None = None
+    maxReconsumeTimes: Int32 | None = None
     bname: str | None = None
 
 
@@ -88,13 +88,13 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
 class PullMessageRequestHeader(CommandHeader):
     consumerGroup: str
     topic: str
-    queueId: int
-    queueOffset: int
-    maxMsgNums: int
-    sysFlag: int
-    commitOffset: int
-    suspendTimeoutMillis: int
-    subVersion: int
+    queueId: Int32
+    queueOffset: Int64
+    maxMsgNums: Int32
+    sysFlag: Int32
+    commitOffset: Int64
+    suspendTimeoutMillis: Int64
+    subVersion: Int64
     subscription: str | None = None
     expressionType: str | None = None
     bname: str | None = None
@@ -102,10 +102,10 @@ class PullMessageRequestHeader(CommandHeader):
 
 @dataclass
 class PullMessageResponseHeader(CommandHeader):
-    suggestWhichBrokerId: int
-    nextBeginOffset: int
-    minOffset: int
-    maxOffset: int
+    suggestWhichBrokerId: Int64
+    nextBeginOffset: Int64
+    minOffset: Int64
+    maxOffset: Int64
 
 
 # PullSysFlag bits (headers.md §2)
@@ -120,7 +120,7 @@ FLAG_LITE_PULL = 0x10
 class QueryConsumerOffsetRequestHeader(CommandHeader):
     consumerGroup: str
     topic: str
-    queueId: int
+    queueId: Int32
     # 5.x: false asks for QUERY_NOT_FOUND instead of 4.9's "0 for a young queue" answer.
     setZeroIfNotFound: bool | None = None
 
@@ -129,15 +129,15 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
 class OffsetResponseHeader(CommandHeader):
     """QUERY_CONSUMER_OFFSET, GET_MAX/MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP answers."""
 
-    offset: int
+    offset: Int64
 
 
 @dataclass
 class UpdateConsumerOffsetRequestHeader(CommandHeader):
     consumerGroup: str
     topic: str
-    queueId: int
-    commitOffset: int
+    queueId: Int32
+    commitOffset: Int64
 
 
 @dataclass
@@ -145,50 +145,50 @@ class TopicQueueRequestHeader(CommandHeader):
     """GET_MAX_OFFSET, GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME."""
 
     topic: str
-    queueId: int
+    queueId: Int32
 
 
 @dataclass
 class SearchOffsetRequestHeader(CommandHeader):
     topic: str
-    queueId: int
-    timestamp: int
+    queueId: Int32
+    timestamp: Int64
 
 
 @dataclass
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
-    timestamp: int
+    timestamp: Int64
 
 
 @dataclass
 class QueryMessageRequestHeader(CommandHeader):
     topic: str
     key: str
-    maxNum: int
-    beginTimestamp: int
-    endTimestamp: int
+    maxNum: Int32
+    beginTimestamp: Int64
+    endTimestamp: Int64
 
 
 @dataclass
 class QueryMessageResponseHeader(CommandHeader):
-    indexLastUpdateTimestamp: int
-    indexLastUpdatePhyoffset: int
+    indexLastUpdateTimestamp: Int64
+    indexLastUpdatePhyoffset: Int64
 
 
 @dataclass
 class ViewMessageRequestHeader(CommandHeader):
-    offset: int
+    offset: Int64
 
 
 @dataclass
 class CreateTopicRequestHeader(CommandHeader):
     topic: str
     defaultTopic: str
-    readQueueNums: int
-    writeQueueNums: int
-    perm: int
+    readQueueNums: Int32
+    writeQueueNums: Int32
+    perm: Int32
     topicFilterType: str
-    topicSysFlag: int | None = None
+    topicSysFlag: Int32 | None = None
     order: bool | None = None
 
 
@@ -232,7 +232,7 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
 class ResetOffsetRequestHeader(CommandHeader):
     topic: str
     group: str
-    timestamp: int
+    timestamp: Int64
     isForce: bool
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketmq_py.remoting.header import CommandHeader
+from rocketmq_py.remoting.header import CommandHeader, Int32, Int64
 
 
 @dataclass
@@ -13,9 +13,9 @@ class RegisterBrokerRequestHeader(CommandHeader):
     brokerAddr: str
     clusterName: str
     haServerAddr: str
-    brokerId: int
+    brokerId: Int64
     compressed: bool | None = None
-    bodyCrc32: int | None = None
+    bodyCrc32: Int32 | None = None
 
 
 @dataclass
@@ -29,7 +29,7 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
     brokerName: str
     brokerAddr: str
     clusterName: str
-    brokerId: int
+    brokerId: Int64
 
 
 @dataclass
@@ -37,7 +37,7 @@ class QueryDataVersionRequestHeader(CommandHeader):
     brokerName: str
     brokerAddr: str
     clusterName: str
-    brokerId: int
+    brokerId: Int64
 
 
 @dataclass
@@ -87,7 +87,7 @@ class WipeWritePermOfBrokerRequestHeader(CommandHeader):
 
 @dataclass
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
-    wipeTopicCount: int
+    wipeTopicCount: Int32
 
 
 @dataclass
@@ -97,7 +97,7 @@ class AddWritePermOfBrokerRequestHeader(CommandHeader):
 
 @dataclass
 class AddWritePermOfBrokerResponseHeader(CommandHeader):
-    addTopicCount: int
+    addTopicCount: Int32
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocketmq_py.remoting.header import CommandHeader
+from rocketmq_py.remoting.header import CommandHeader, Int32, Int64
 
 
 @dataclass
@@ -15,9 +15,9 @@ class EndTransactionRequestHeader(CommandHeader):
     """
 
     producerGroup: str
-    tranStateTableOffset: int
-    commitLogOffset: int
-    commitOrRollback: int
+    tranStateTableOffset: Int64
+    commitLogOffset: Int64
+    commitOrRollback: Int32
     msgId: str
     fromTransactionCheck: bool | None = None
     transactionId: str | None = None
@@ -28,8 +28,8 @@ class EndTransactionRequestHeader(CommandHeader):
 class CheckTransactionStateRequestHeader(CommandHeader):
     """Broker -> one producer of the group, oneway; the body is the half message record."""
 
-    tranStateTableOffset: int
-    commitLogOffset: int
+    tranStateTableOffset: Int64
+    commitLogOffset: Int64
     msgId: str | None = None
     transactionId: str | None = None
     offsetMsgId: str | None = None

@@ -12,6 +12,8 @@ from rocketmq_py.remoting import (
     FrameDecoder,
     FrameError,
     HeaderError,
+    Int32,
+    Int64,
     RemotingCommand,
     encode_frame,
     wire,
@@ -43,9 +45,9 @@ def test_many_frames_in_one_chunk_keep_order() -> None:
 @dataclass
 class PullHeader(CommandHeader):
     consumerGroup: str
-    queueId: int
-    queueOffset: int
-    sysFlag: int
+    queueId: Int32
+    queueOffset: Int64
+    sysFlag: Int32
     subscription: str | None = None
     unitMode: bool | None = None
 
@@ -74,7 +76,7 @@ def test_typed_header_wire_names() -> None:
 def test_typed_header_missing_and_bad_fields_name_the_field() -> None:
     with pytest.raises(HeaderError, match="<queueId> is null"):
         PullHeader.from_ext_fields({"consumerGroup": "g", "queueOffset": "1", "sysFlag": "0"})
-    with pytest.raises(HeaderError, match="<queueOffset> is not a valid int"):
+    with pytest.raises(HeaderError, match="<queueOffset> is not a valid long"):
         PullHeader.from_ext_fields({"consumerGroup": "g", "queueId": "1", "queueOffset": "x", "sysFlag": "0"})
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rocketmq_py.broker.schedule_message_service import DelayLevelError, ScheduleMessageService
@@ -48,6 +50,20 @@ def test_levels_are_clamped_and_non_positive_levels_are_no_delay(tmp_path: str) 
     assert s.delay_level_of({}) == 0
     with pytest.raises(DelayLevelError, match="'soon'"):
         s.delay_level_of({MessageConst.DELAY_TIME_LEVEL: "soon"})
+
+
+@given(st.one_of(st.integers(-(2**70), 2**70).map(str), st.text(alphabet="+- 0123456789_", max_size=24)))
+def test_a_delay_level_java_refuses_is_refused_not_clamped(tmp_path_factory: pytest.TempPathFactory,
+                                                           raw: str) -> None:
+    """Java reads DELAY with Integer.parseInt: 99999999999999999999 throws there, so the send is
+    refused rather than parked at the highest level."""
+    s = _service(str(tmp_path_factory.mktemp("schedule")))
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    if digits.isdigit() and -(2**31) <= int(raw) < 2**31:
+        assert s.delay_level_of({MessageConst.DELAY_TIME_LEVEL: raw}) == min(max(int(raw), 0), 3)
+    else:
+        with pytest.raises(DelayLevelError, match="DELAY"):
+            s.delay_level_of({MessageConst.DELAY_TIME_LEVEL: raw})
 
 
 def test_parking_keeps_the_real_address(tmp_path: str) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rocketmq_py.broker.processors.send as send
 from rocketmq_py.broker.config import BrokerConfig
@@ -295,3 +298,51 @@ async def _answer(result: Any) -> RemotingCommand:
     answer = result if isinstance(result, RemotingCommand) else await result
     assert isinstance(answer, RemotingCommand)
     return answer
+
+
+_NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.builds(lambda b, d: str(b + d), st.sampled_from([2**31, -(2**31), 2**63, -(2**63), 0, 3]), st.integers(-2, 2)),
+    st.sampled_from([" 1", "1 ", "+1", "-0", "1_0", "0x1", "", "\u0663", "\uff11", "\u00b2", "1.0"]),
+)
+
+
+async def _outcome(processor: SendMessageProcessor, ext: dict[str, str]) -> tuple[Any, ...]:
+    """What a send does: refused (and nothing stored) with the remark, or answered with the code
+    and the stored record's fields."""
+    before = processor.broker.message_store.commit_log.max_offset
+    try:
+        response = await _answer(processor.process_request(_Conn(), _frame(ext)))  # type: ignore[arg-type]
+    except HeaderError as exc:
+        assert processor.broker.message_store.commit_log.max_offset == before
+        return ("refused", str(exc))
+    if response.code != ResponseCode.SUCCESS:
+        assert processor.broker.message_store.commit_log.max_offset == before
+        return ("answered", response.code)
+    m = _stored(processor, response)
+    queue = None if int(ext["e"]) < 0 else m.queue_id  # -1: the broker picks the queue
+    return ("stored", queue, m.flag, m.sys_flag, m.born_timestamp, m.reconsume_times, m.properties)
+
+
+@settings(max_examples=40, deadline=None)
+@given(key=st.sampled_from("defghj"), value=_NUMBERS)
+def test_plain_sends_read_numbers_as_the_full_path_does(key: str, value: str) -> None:
+    """The plain path reads numbers only where the typed header reads them the same (Java's
+    parseInt / parseLong); every other value is the typed header's to read or refuse."""
+    async def scenario(root: str) -> None:
+        async with _processor(root) as processor:
+            await _answer(processor.process_request(_Conn(), _frame(SDK_FIELDS)))  # validates the topic
+            ext = {**SDK_FIELDS, key: value}
+            plain = await _outcome(processor, ext)
+            full_path = processor.process_requests
+            processor.process_requests = lambda *args: []  # type: ignore[method-assign]
+            try:
+                full = await _outcome(processor, ext)
+            finally:
+                processor.process_requests = full_path  # type: ignore[method-assign]
+            assert plain == full
+            if plain[0] == "refused":
+                assert f"<{key}>" in plain[1]
+
+    with tempfile.TemporaryDirectory() as root:
+        asyncio.run(scenario(root))
