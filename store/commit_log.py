@@ -4,6 +4,11 @@ One writer (the event loop's put path, never suspended mid-append) assigns physi
 queue offsets and store times, and copies the record into the mapped file. A record that does
 not fit in the current file with 8 bytes to spare ends the file with a BLANK record and goes
 into the next file, so a record never spans two files.
+
+Every put builds its records whole before it takes anything: the queue offsets it will use are
+read, not taken, the file is neither ended nor rolled, until every record is packed and known to
+fit. A field the record cannot hold (a flag beyond int32) then refuses the put with nothing
+changed; taking the queue offset first left a gap that hid every later message of the queue.
 """
 
 from __future__ import annotations
@@ -173,6 +178,9 @@ _HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for 
 _HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
 _HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
 _TRAN_TYPE_MASK = 0x3 << 2
+# The host address bits of a record's sysFlag are the store's to set from the hosts it writes: a
+# sender's would make readers take 8-byte hosts for 20-byte ones and misread the record.
+_NOT_HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
 # Recovery's scan: a record's head up to an IPv4 record's body length, where the body length
@@ -235,44 +243,41 @@ class CommitLog:
         properties as they arrived, and the batch is copied into the mapping in one slice
         assignment; ``units`` of the result are the entries' ConsumeQueue units. Records are
         built for the current file in the same pass that checks their sizes, and built again
-        for a new one only when they turn out not to fit."""
+        for a new one only when they turn out not to fit; nothing is taken or written before."""
         topic = self._topic(batch.topic)
         if topic is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        file_size = self.queue.file_size
-        files = self.queue.files
-        mf = files[-1] if files and files[-1].wrote_position < file_size else self.queue.get_last_mapped_file(0)
+        # Built where it goes if it fits the current file (most batches), and again for the next
+        # file's start only when it does not.
+        offset = self._offset_for(0)
+        assert offset is not None  # an empty append fits any file
         store_ts = int(time.time() * 1000)
         key = (batch.topic, batch.queue_id)
         queued = (batch.sys_flag & _TRAN_TYPE_MASK) in _QUEUED
         first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
-        built = self._build_batch(batch, topic, mf.file_from_offset + mf.wrote_position, first_queue_offset, queued,
-                                  store_ts)
+        try:
+            built = self._build_batch(batch, topic, offset, first_queue_offset, queued, store_ts)
+        except struct.error:  # a field the record cannot hold: nothing is taken yet
+            return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if isinstance(built, AppendMessageResult):
             return built
         parts, units, total = built
-        if total + END_FILE_MIN_BLANK_LENGTH > file_size:
+        start = self._offset_for(total)
+        if start is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        if mf.wrote_position + total + END_FILE_MIN_BLANK_LENGTH > file_size:
-            remaining = file_size - mf.wrote_position
-            _BLANK.pack_into(mf.mm, mf.wrote_position, remaining, BLANK_MAGIC_CODE)
-            mf.wrote_position = file_size
-            mf = self.queue.get_last_mapped_file(0)
-            built = self._build_batch(batch, topic, mf.file_from_offset + mf.wrote_position, first_queue_offset,
-                                      queued, store_ts)
+        if start != offset:
+            built = self._build_batch(batch, topic, start, first_queue_offset, queued, store_ts)
             assert not isinstance(built, AppendMessageResult)  # the same entries passed the same checks
             parts, units, total = built
-        if queued:
-            self.topic_queue_table[key] = first_queue_offset + len(units)
-        pos = mf.wrote_position
-        if pos + total > mf.warm_mark:
-            self.warmer.request(mf, pos + total)
+        mf, pos = self._place(start, total)
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
+        if queued:
+            self.topic_queue_table[key] = first_queue_offset + len(units)
         self.last_store_timestamp = store_ts
-        return AppendMessageResult(AppendMessageStatus.PUT_OK, mf.file_from_offset + pos, total, store_ts,
-                                   first_queue_offset, len(units), store_host=self._host(batch.store_host),
-                                   offsets=[u[0] for u in units], units=units)
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, start, total, store_ts, first_queue_offset, len(units),
+                                   store_host=self._host(batch.store_host), offsets=[u[0] for u in units],
+                                   units=units)
 
     def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,
                      store_ts: int) -> _BuiltBatch | AppendMessageResult:
@@ -282,7 +287,7 @@ class CommitLog:
         head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
         fixed = 74 + len(topic) + len(born) + len(store)
         max_body = self.config.maxMessageSize
-        queue_id, sys_flag = batch.queue_id, batch.sys_flag | host_flags
+        queue_id, sys_flag = batch.queue_id, (batch.sys_flag & _NOT_HOST_FLAGS) | host_flags
         born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
         pack, pack_len, crc32 = head.pack, _I16.pack, zlib.crc32
         step = 1 if queued else 0
@@ -304,22 +309,36 @@ class CommitLog:
             queue_offset += step
         return parts, units, offset - base
 
-    def _place(self, size: int) -> tuple[MappedFile, int] | None:
-        """Where ``size`` bytes of records go: the current file, or the next one when they do not
-        fit with 8 bytes to spare (the current one then ends with a BLANK record); None when no
-        file could hold them."""
+    def _offset_for(self, size: int) -> int | None:
+        """The physical offset ``size`` bytes of records go to, decided without writing anything:
+        the current file's write position, or the next file's start when they do not fit with 8
+        bytes to spare; None when no file could hold them. ``_place`` then puts them there."""
         file_size = self.queue.file_size
         if size + END_FILE_MIN_BLANK_LENGTH > file_size:
             return None
         files = self.queue.files
-        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
+        if not files:
+            return 0  # get_last_mapped_file(0) creates the first file there
+        mf = files[-1]
         pos = mf.wrote_position
         if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
-            if pos < file_size:
-                _BLANK.pack_into(mf.mm, pos, file_size - pos, BLANK_MAGIC_CODE)
+            return mf.file_from_offset + file_size
+        return mf.file_from_offset + pos
+
+    def _place(self, offset: int, size: int) -> tuple[MappedFile, int]:
+        """The file and position for ``size`` bytes at ``offset`` (``_offset_for``'s answer): the
+        current file, or the next one, after the current one ends with a BLANK record."""
+        files = self.queue.files
+        mf = files[-1] if files else self.queue.get_last_mapped_file(0)
+        pos = offset - mf.file_from_offset
+        file_size = self.queue.file_size
+        if pos >= file_size:
+            end = mf.wrote_position
+            if end < file_size:
+                _BLANK.pack_into(mf.mm, end, file_size - end, BLANK_MAGIC_CODE)
                 mf.wrote_position = file_size
             mf = self.queue.get_last_mapped_file(0)
-            pos = mf.wrote_position
+            pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
             self.warmer.request(mf, pos + size)
         return mf, pos
@@ -348,13 +367,13 @@ class CommitLog:
             if len(entry[4]) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             total += fixed + len(topic) + len(entry[2]) + len(entry[4])
-        place = self._place(total)
-        if place is None:
+        first = offset = self._offset_for(total)
+        if offset is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        mf, pos = place
         store_ts = int(time.time() * 1000)
-        first = offset = mf.file_from_offset + pos
         table = self.topic_queue_table
+        # The run's next queue offsets, into the table once its records are in the log.
+        taken: dict[tuple[str, int], int] = {}
         pack, pack_len, crc32 = head.pack, _I16.pack, zlib.crc32
         parts: list[bytes] = []
         units = []
@@ -365,20 +384,28 @@ class CommitLog:
             topic = topics.get(topic_name) or self._topic(topic_name)
             if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
                 key = (topic_name, queue_id)
-                queue_offset = table.get(key, 0)
-                table[key] = queue_offset + 1
+                queue_offset = taken.get(key)
+                if queue_offset is None:
+                    queue_offset = table.get(key, 0)
+                taken[key] = queue_offset + 1
             else:
                 queue_offset = 0
             size = fixed + len(topic) + len(body) + len(props)
-            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
-                           sys_flag | host_flags, born_ts, born, store_ts, store, reconsume, prepared, len(body)),
-                      body, topic, pack_len(len(props)), props)
+            try:
+                parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
+                               offset, (sys_flag & _NOT_HOST_FLAGS) | host_flags, born_ts, born, store_ts, store,
+                               reconsume, prepared, len(body)),
+                          body, topic, pack_len(len(props)), props)
+            except struct.error:
+                return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
             units.append((offset, size, tags_code))
             offsets.append(offset)
             queue_offsets.append(queue_offset)
             offset += size
+        mf, pos = self._place(first, total)
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
+        table.update(taken)
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, first, total, store_ts, queue_offsets[0], len(units), store, offsets,
                                    units, queue_offsets)
@@ -399,26 +426,31 @@ class CommitLog:
         store = hosts.get(msg.store_host) or self._host(msg.store_host)
         head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
         size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
-        place = self._place(size)
-        if place is None:
+        offset = self._offset_for(size)
+        if offset is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        mf, pos = place
         store_ts = int(time.time() * 1000)
-        offset = mf.file_from_offset + pos
         sys_flag = msg.sys_flag
-        if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
+        queued = (sys_flag & _TRAN_TYPE_MASK) in _QUEUED
+        if queued:
             key = (topic_key, msg.queue_id)
             table = self.topic_queue_table
             queue_offset = table.get(key, 0)
-            table[key] = queue_offset + 1
         else:
             queue_offset = 0
-        mf.mm[pos:pos + size] = b"".join((
-            head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset,
-                      offset, sys_flag | host_flags, msg.born_timestamp, born, store_ts, store, msg.reconsume_times,
-                      msg.prepared_transaction_offset, len(body)),
-            body, topic, _I16.pack(len(props)), props))
+        try:
+            record = b"".join((
+                head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
+                          queue_offset, offset, (sys_flag & _NOT_HOST_FLAGS) | host_flags, msg.born_timestamp, born,
+                          store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
+                body, topic, _I16.pack(len(props)), props))
+        except struct.error:
+            return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
+        mf, pos = self._place(offset, size)
+        mf.mm[pos:pos + size] = record
         mf.wrote_position = pos + size
+        if queued:
+            table[key] = queue_offset + 1
         msg.store_timestamp = store_ts
         msg.queue_offset = queue_offset
         msg.commit_log_offset = offset

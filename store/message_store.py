@@ -562,6 +562,12 @@ class DefaultMessageStore:
         if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
                                     "properties size exceeded 32767 bytes")
+        if result.status == AppendMessageStatus.UNKNOWN_ERROR:
+            # The broker refuses such values in the request header (Java's int and long ranges);
+            # this is the store's own guard for its other callers.
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
+                                    "a field does not fit the record: queue id, flag, sysFlag or reconsume times "
+                                    "beyond int32, or a timestamp or offset beyond int64")
         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
                                 "message size exceeded: body over maxMessageSize or topic over 127 bytes")
 
