@@ -37,6 +37,7 @@ from rocketmq_py.client.running_info import (
     encode_running_info,
     process_queue_info,
 )
+from rocketmq_py.client.validators import check_group
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -187,6 +188,7 @@ class LitePullConsumer:
     async def start(self) -> None:
         if self._instance is not None:
             return
+        check_group(self.group)  # Java's checkConfig: Validators.checkGroup
         self._instance = instance = await MQClientManager.acquire(self.config)
         self.start_timestamp = int(time.time() * 1000)
         if self.message_model == MessageModel.BROADCASTING:

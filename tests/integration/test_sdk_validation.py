@@ -8,6 +8,7 @@ very connection it used before. The mistakes are generated, not listed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +26,12 @@ from rocketmq_py.remoting.protocol.topic_validator import NOT_ALLOWED_SEND_TOPIC
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 
 TOPIC = "ValidateT"
-_LEGAL = "abcXYZ019%|_-"
+_LEGAL = "abcXYZ019%|_-"  # some of the characters Java allows, for names too long
+
+
+def _illegal_name(name: str) -> bool:
+    """Not blank, and a character outside ^[%|a-zA-Z0-9_-]+$ (ASCII only, as Java's bit map)."""
+    return bool(name.strip()) and re.fullmatch(r"[%|a-zA-Z0-9_-]+", name, re.ASCII) is None
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +88,7 @@ _not_bytes = st.one_of(st.text(max_size=50), st.integers(), st.floats(), st.bool
                        st.lists(st.integers(0, 255), max_size=8),
                        st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2))
 _bad_topics = st.one_of(
-    st.text(min_size=1, max_size=30).filter(lambda t: any(c not in _LEGAL for c in t) and t.strip()),
+    st.text(min_size=1, max_size=30).filter(_illegal_name),
     st.text(alphabet=_LEGAL, min_size=128, max_size=300),
     st.sampled_from(sorted(NOT_ALLOWED_SEND_TOPICS)),
     st.sampled_from(["", " ", "\t"]),
@@ -209,3 +215,24 @@ async def test_seek_outside_the_queue_is_refused_as_in_java(cluster: tuple[Daemo
             if len(got) >= 2:
                 break
         assert got[:2] == [b"m3", b"m4"]
+
+
+_bad_groups = st.one_of(
+    st.text(min_size=1, max_size=30).filter(_illegal_name),
+    st.text(alphabet=_LEGAL, min_size=256, max_size=400),
+    st.sampled_from(["", " "]),
+)
+
+
+@settings(max_examples=30)
+@given(group=_bad_groups)
+def test_a_bad_group_is_refused_at_start(cluster: tuple[Daemon, Daemon], group: str) -> None:
+    """Validators.checkGroup, as Java's producers and consumers run it when they start."""
+
+    async def run() -> None:
+        for client in (Producer(group, cluster[0].addr), LitePullConsumer(group, cluster[0].addr)):
+            with pytest.raises(MessageValidationError, match="group"):
+                await client.start()
+            assert client._instance is None, "nothing was started"
+
+    run_sync(run(), 30)
