@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rocketmq_py.client.message import Message
 
 _MESSAGE_ILLEGAL = int(ResponseCode.MESSAGE_ILLEGAL)
-_INT32_MAX = 2**31 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 # The broker refuses a properties string over Short.MAX_VALUE bytes (PROPERTIES_SIZE_EXCEEDED).
 MAX_PROPERTIES_LENGTH = 32767
 
@@ -89,12 +89,12 @@ def body_size(body: Any) -> int:
 
 def check_int(name: str, value: Any, low: int, high: int) -> None:
     """``value`` is an int (not a bool) in [low, high], the range of its Java field."""
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+    if value.__class__ is not int or not low <= value <= high:
         raise _illegal(f"the message {name} must be an int in [{low}, {high}], not {value!r}")
 
 
 def _check_text(what: str, value: Any) -> None:
-    if not isinstance(value, str):
+    if value.__class__ is not str:
         raise _illegal(f"the message {what} must be a str, not {type(value).__name__}")
     if NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value:
         # The properties string's own separators: the broker would read a different message.
@@ -103,17 +103,21 @@ def _check_text(what: str, value: Any) -> None:
 
 def check_user_properties(properties: Mapping[str, Any]) -> int:
     """``Message.putUserProperty``'s checks over the properties a user set; returns their
-    length in characters as the properties string holds them."""
-    if not isinstance(properties, Mapping):
+    length in characters as the properties string holds them. Every send with properties
+    pays for this loop, so the common case is a few tests per property, inline."""
+    if properties.__class__ is not dict and not isinstance(properties, Mapping):
         raise _illegal(f"the message properties must be a dict of str to str, not {type(properties).__name__}")
     length = 0
+    reserved, name_value, separator = RESERVED_PROPERTY_NAMES, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
     for name, value in properties.items():
-        if name in RESERVED_PROPERTY_NAMES:
+        if name in reserved:
             raise _illegal(f"The Property<{name}> is used by system, input another please")
-        if not isinstance(name, str) or not isinstance(value, str) or not name.strip() or not value.strip():
+        if name.__class__ is not str or value.__class__ is not str or not name or not value or name.isspace() \
+                or value.isspace():
             raise _illegal("The name or value of property can not be null or blank string!")
-        _check_text("property name", name)
-        _check_text("property value", value)
+        if name_value in name or separator in name or name_value in value or separator in value:
+            _check_text("property name", name)
+            _check_text("property value", value)
         length += len(name) + len(value) + 2
     return length
 
@@ -132,17 +136,22 @@ def check_message(msg: Message, max_message_size: int, topic_checked: bool = Fal
         raise _illegal("the message is null")
     if not topic_checked:
         check_send_topic(msg.topic)
-    size = body_size(msg.body)
+    body = msg.body
+    size = len(body) if body.__class__ is bytes else body_size(body)
     if size == 0:
         raise _illegal("the message body length is zero")
     if size > max_message_size:
         raise _illegal(f"the message body size over max value, MAX: {max_message_size}")
-    check_int("flag", msg.flag, -(2**31), _INT32_MAX)
-    check_int("delay time level", msg.delay_time_level, 0, _INT32_MAX)
-    if msg.tags is not None:
-        _check_text("tags", msg.tags)
-    if msg.keys is not None:
-        keys = [msg.keys] if isinstance(msg.keys, str) else msg.keys
+    flag, level = msg.flag, msg.delay_time_level
+    if flag.__class__ is not int or not _INT32_MIN <= flag <= _INT32_MAX:
+        check_int("flag", flag, _INT32_MIN, _INT32_MAX)
+    if level.__class__ is not int or not 0 <= level <= _INT32_MAX:
+        check_int("delay time level", level, 0, _INT32_MAX)
+    tags, keys = msg.tags, msg.keys
+    if tags is not None and (tags.__class__ is not str or "\x01" in tags or "\x02" in tags):
+        _check_text("tags", tags)
+    if keys is not None and (keys.__class__ is not str or "\x01" in keys or "\x02" in keys):
+        keys = [keys] if keys.__class__ is str else keys
         if not isinstance(keys, list | tuple | set | frozenset):
             raise _illegal(f"the message keys must be a str or a sequence of str, not {type(keys).__name__}")
         for key in keys:
