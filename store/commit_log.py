@@ -485,9 +485,12 @@ class CommitLog:
         ``end`` is where the valid records stop; ``whole`` says the file ends there as a file
         should (its last record or BLANK filler reaching ``limit``), so a scan goes on into the
         next file. A record is valid as ``check_record`` judges it: sizes that add up, a body
-        whose CRC matches (``checkCRCOnRecover``), a topic and properties without the NUL bytes
-        of a torn tail. Recovery's cost is this loop, so it reads heads with one unpack over
-        the mapping, CRCs the body through a view (no copy), and makes no object per record.
+        whose CRC matches (``checkCRCOnRecover``), a UTF-8 topic and properties without the NUL
+        bytes of a torn tail. Only the properties' UTF-8 is not tested (the records dispatched
+        are decoded whole): no CRC covers them, and a flipped byte there should not cut off the
+        log behind it. Recovery's cost is this loop, so it reads heads with one unpack over the
+        mapping, CRCs the body through a view (no copy), and makes no object per record
+        (tests/unit/test_store_recovery.py pins it to ``check_record``).
 
         ``to_dispatch`` holds the positions of the records the store still has to dispatch:
         those whose queue offset the ConsumeQueue lacks (``pending`` maps a queue, by its
