@@ -16,6 +16,7 @@ from rocketmq_py.client.running_info import ConsumerRunningInfo
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.properties import parse_properties
+from rocketmq_py.remoting.protocol.admin import GroupList
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.route import MASTER_ID, ClusterInfo, KVTable, TopicList, TopicRouteData
@@ -137,6 +138,15 @@ class Admin:
         return stats
 
     # -- consumers --------------------------------------------------------------------------
+
+    async def query_topic_consume_by_who(self, topic: str) -> list[str]:
+        """The groups consuming ``topic``, online or holding offsets, on any of its brokers
+        (Java asks only the first broker of the route)."""
+        groups: set[str] = set()
+        for addr in (await self._topic_masters(topic)).values():
+            r = await self._call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+            groups.update(GroupList.decode(r.body or b"{}").groupList)
+        return sorted(groups)
 
     async def examine_consume_stats(self, group: str, topic: str | None = None) -> dict[MessageQueue, OffsetWrapper]:
         """Per queue: the broker's max offset, the group's committed offset, and so the lag."""

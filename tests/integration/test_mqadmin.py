@@ -104,7 +104,7 @@ def test_topic_commands(cluster: tuple[Daemon, Daemon]) -> None:
     assert "broker-a" in table and broker.addr in table
     assert "AdmTopic" in run_cli("mqadmin", "topicList", "-n", ns.addr).ok().stdout.split()
     listed = run_cli("mqadmin", "topicList", "-c", "--json", "-n", ns.addr).ok().json()
-    assert {"topic": "AdmTopic", "cluster": "DefaultCluster"} in listed
+    assert {"topic": "AdmTopic", "cluster": "DefaultCluster", "consumerGroup": ""} in listed
     run_cli("mqadmin", "sendMessage", "-t", "AdmTopic", "-p", "x", "-b", "broker-a", "-i", "1", "-n", ns.addr).ok()
     status = run_cli("mqadmin", "topicStatus", "-t", "AdmTopic", "--json", "-n", ns.addr).ok().json()
     assert [(s["queueId"], s["maxOffset"]) for s in status] == [(0, 0), (1, 1), (2, 0)]
@@ -256,6 +256,9 @@ def test_reset_offset_by_time(cluster: tuple[Daemon, Daemon]) -> None:
     run_cli("mqadmin", "consumeMessage", "-t", "ResetTopic", "-g", "ResetGroup", "-n", ns.addr).ok()
     before = run_cli("mqadmin", "consumerProgress", "-g", "ResetGroup", "--json", "-n", ns.addr).ok().json()
     assert [q["consumerOffset"] for q in before["queues"]] == [4]
+    listed = run_cli("mqadmin", "topicList", "-c", "--json", "-n", ns.addr).ok().json()
+    assert {"topic": "ResetTopic", "cluster": "DefaultCluster", "consumerGroup": "ResetGroup"} in listed
+    assert not any(r["topic"].startswith("%RETRY%") for r in listed)
     reset = run_cli("mqadmin", "resetOffsetByTime", "-g", "ResetGroup", "-t", "ResetTopic", "-s", "0", "--json",
                     "-n", ns.addr).ok().json()
     assert [q["offset"] for q in reset["queues"]] == [0]
@@ -278,8 +281,15 @@ def test_message_commands(cluster: tuple[Daemon, Daemon]) -> None:
 
     by_id = run_cli("mqadmin", "queryMsgById", "-i", str(sent[1]["offsetMsgId"]), "--json", "-n", ns.addr).ok().json()
     assert by_id["body"] == "body-1" and by_id["keys"] == "MsgTopic-key-1"
+    assert by_id["tracks"] == [], "no group consumes MsgTopic yet"
     by_uniq = run_cli("mqadmin", "queryMsgById", "-i", str(sent[2]["msgId"]), "-t", "MsgTopic", "-n", ns.addr).ok()
     assert "body-2" in by_uniq.stdout and "MsgTopic-key-2" in by_uniq.stdout
+    assert "WARN: No Consumer" in by_uniq.stdout
+    run_cli("mqadmin", "consumeMessage", "-t", "MsgTopic", "-g", "MsgGroup", "-n", ns.addr).ok()
+    by_id = run_cli("mqadmin", "queryMsgById", "-i", str(sent[1]["offsetMsgId"]), "--json", "-n", ns.addr).ok().json()
+    (track,) = by_id["tracks"]
+    assert (track["consumerGroup"], track["trackType"]) == ("MsgGroup", "NOT_ONLINE"), track
+    assert track["exceptionDesc"].startswith("CODE:206 ")
     run_cli("mqadmin", "queryMsgById", "-i", "nothex", "-n", ns.addr).failed_with_one_line("nothex")
 
     by_key = run_cli("mqadmin", "queryMsgByKey", "-t", "MsgTopic", "-k", "MsgTopic-key-0", "--json", "-n", ns.addr)
@@ -290,6 +300,7 @@ def test_message_commands(cluster: tuple[Daemon, Daemon]) -> None:
     by_offset = run_cli("mqadmin", "queryMsgByOffset", "-t", "MsgTopic", "-b", str(first["brokerName"]),
                         "-i", str(first["queueId"]), "-o", str(first["queueOffset"]), "-n", ns.addr).ok()
     assert "body-0" in by_offset.stdout and "Queue Offset:" in by_offset.stdout
+    assert "MessageTrack [consumerGroup=MsgGroup, trackType=NOT_ONLINE, exceptionDesc=CODE:206 " in by_offset.stdout
     run_cli("mqadmin", "queryMsgByOffset", "-t", "MsgTopic", "-b", str(first["brokerName"]), "-i",
             str(first["queueId"]), "-o", "999", "-n", ns.addr).failed_with_one_line("999")
 

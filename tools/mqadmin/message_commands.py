@@ -7,7 +7,9 @@ import typer
 
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue
+from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.message import Message
+from rocketmq_py.client.message_track import MessageTrack, message_track_detail
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.remoting.protocol.message import MessageExt
 from rocketmq_py.tools.mqadmin.app import app
@@ -43,10 +45,15 @@ def message_dict(msg: MessageExt, charset: str = "utf-8", with_body: bool = True
     return data
 
 
-def print_message_detail(msg: MessageExt, as_json: bool, charset: str = "utf-8") -> None:
-    """The detail block Java's mqadmin prints for one message (OffsetID, Topic, Tags, ...)."""
+def print_message_detail(msg: MessageExt, as_json: bool, charset: str = "utf-8",
+                         tracks: list[MessageTrack] | None = None) -> None:
+    """The detail block Java's mqadmin prints for one message (OffsetID, Topic, Tags, ...), then,
+    when given, which consumer groups have consumed it."""
     d = message_dict(msg, charset)
     if as_json:
+        if tracks is not None:
+            d["tracks"] = [{"consumerGroup": t.consumer_group, "trackType": str(t.track_type),
+                            "exceptionDesc": t.exception_desc} for t in tracks]
         emit(True, d)
         return
     for label, key in (("OffsetID", "offsetMsgId"), ("MsgId", "msgId"), ("Topic", "topic"), ("Tags", "tags"),
@@ -60,6 +67,18 @@ def print_message_detail(msg: MessageExt, as_json: bool, charset: str = "utf-8")
     typer.echo(f"{'System Flag:':<20s}{msg.sys_flag}")
     typer.echo(f"{'Properties:':<20s}{msg.properties}")
     typer.echo(f"{'Message Body:':<20s}{d['body']}")
+    if tracks is not None:
+        typer.echo("\n\nWARN: No Consumer" if not tracks else "\n\n" + "".join(str(t) for t in tracks))
+
+
+async def _with_tracks(admin: Admin, msg: MessageExt) -> tuple[MessageExt, list[MessageTrack] | None]:
+    """The message with its consumer tracks; a failure to track is reported, not fatal (Java
+    prints the message and the stack trace)."""
+    try:
+        return msg, await message_track_detail(admin, msg)
+    except MQClientError as exc:
+        typer.echo(f"message tracking failed: {exc}", err=True)
+        return msg, None
 
 
 @command(app, "queryMsgById", "Query Message by Id")
@@ -69,18 +88,19 @@ def query_msg_by_id(
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
-    async def job(admin: Admin) -> MessageExt:
+    async def job(admin: Admin) -> tuple[MessageExt, list[MessageTrack] | None]:
         try:
-            return await admin.view_message(msg_id)
+            found: MessageExt | None = await admin.view_message(msg_id)
         except Exception as exc:
             if topic is None:
                 raise CommandError(f"message {msg_id} not found: {exc}") from None
-        found = await admin.query_message_by_unique_key(topic, msg_id)
-        if found is None:
-            raise CommandError(f"message {msg_id} not found in topic {topic}")
-        return found
+            found = await admin.query_message_by_unique_key(topic, msg_id)
+            if found is None:
+                raise CommandError(f"message {msg_id} not found in topic {topic}") from None
+        return await _with_tracks(admin, found)
 
-    print_message_detail(run_admin(namesrv, job), as_json)
+    msg, tracks = run_admin(namesrv, job)
+    print_message_detail(msg, as_json, tracks=tracks)
 
 
 @command(app, "queryMsgByKey", "Query Message by Key")
@@ -111,10 +131,14 @@ def query_msg_by_offset(
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
-    msg = run_admin(namesrv, lambda a: a.query_message_by_offset(topic, broker_name, queue_id, offset))
-    if msg is None:
-        raise CommandError(f"no message at {broker_name}/{topic}/{queue_id} offset {offset}")
-    print_message_detail(msg, as_json, charset)
+    async def job(admin: Admin) -> tuple[MessageExt, list[MessageTrack] | None]:
+        msg = await admin.query_message_by_offset(topic, broker_name, queue_id, offset)
+        if msg is None:
+            raise CommandError(f"no message at {broker_name}/{topic}/{queue_id} offset {offset}")
+        return await _with_tracks(admin, msg)
+
+    msg, tracks = run_admin(namesrv, job)
+    print_message_detail(msg, as_json, charset, tracks)
 
 
 async def _read_range(admin: Admin, topic: str, broker_name: str | None, queue_id: int | None,

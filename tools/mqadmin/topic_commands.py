@@ -78,7 +78,8 @@ def delete_topic(
 
 @command(app, "topicList", "Fetch all topic list from name server")
 def topic_list(
-    cluster_mode: bool = typer.Option(False, "-c", "--clusterModel", help="print the cluster of every topic"),
+    cluster_mode: bool = typer.Option(False, "-c", "--clusterModel",
+                                      help="print the cluster and the consumer groups of every topic"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -90,19 +91,24 @@ def topic_list(
         cluster_of = {b: c for c, names in info.clusterAddrTable.items() for b in names}
         rows = []
         for t in topics:
+            if t.startswith(("%RETRY%", "%DLQ%")):  # as Java's topicList -c
+                continue
             try:
                 route = await admin.examine_topic_route_info(t)
+                groups = await admin.query_topic_consume_by_who(t)
             except Exception:  # a topic whose route vanished between the two calls
                 continue
-            clusters = sorted({cluster_of.get(bd.brokerName, bd.cluster) for bd in route.brokerDatas})
-            rows.append({"topic": t, "cluster": ",".join(clusters)})
+            clusters = ",".join(sorted({cluster_of.get(bd.brokerName, bd.cluster) for bd in route.brokerDatas}))
+            # One row per consumer group, one with no group for a topic nobody consumes (Java's form).
+            rows.extend({"topic": t, "cluster": clusters, "consumerGroup": g} for g in groups or [""])
         return rows
 
     rows = run_admin(namesrv, job)
     if as_json:
         emit(True, rows if cluster_mode else [r["topic"] for r in rows])
     elif cluster_mode:
-        emit(False, rows, ("#Cluster Name", "#Topic"), [(r["cluster"], r["topic"]) for r in rows])
+        emit(False, rows, ("#Cluster Name", "#Topic", "#Consumer Group"),
+             [(r["cluster"], r["topic"], r["consumerGroup"]) for r in rows])
     else:
         for r in rows:
             typer.echo(r["topic"])
