@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from rocketmq_py.remoting.header import CommandHeader
+from rocketmq_py.remoting.header import CommandHeader, Int32, Int64
 from rocketmq_py.remoting.protocol.broker import encode_mq_keyed
 from rocketmq_py.remoting.protocol.heartbeat import SubscriptionData
 from rocketmq_py.remoting.protocol.json_body import JsonBody
@@ -34,9 +34,9 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
     ``consumerGroup``, the group's subscription comes back too."""
 
     topic: str
-    queueId: int
-    index: int
-    count: int
+    queueId: Int32
+    index: Int64
+    count: Int32
     consumerGroup: str | None = None
 
 
