@@ -2,25 +2,29 @@
 
 Reads ``--source`` as a stream, groups by 10-second windows of storeTimestamp and by tag, and
 writes each closed window (JSON bodies, tag = the counted tag) to ``--sink-topic`` and to
-parquet under ``--out``. Against a local standalone broker:
+parquet under ``--out``. With the package installed (``pip install 'rocketmq-py[spark]'``, or
+``make`` in a checkout, then run with that environment's python), against a local standalone:
 
     mqstandalone &                                        # NameServer 9876 + broker, one process
     mqadmin updateTopic -n 127.0.0.1:9876 -t Orders -c DefaultCluster
     mqadmin updateTopic -n 127.0.0.1:9876 -t OrderTagCounts -c DefaultCluster
     python examples/tag_counts_pipeline.py --source Orders --sink-topic OrderTagCounts --out /tmp/tag-counts
 
-``--available-now`` processes what is there and exits (handy for a cron job or a test); without
-it the queries run until interrupted. Restarting with the same ``--checkpoint`` resumes exactly
-where the last run stopped.
+Nothing else is needed: the connector runs Spark's local Python workers on this interpreter.
+
+A window is written once it is closed: when a message stored after its end (plus ``--watermark``,
+0 s by default) has been read. Without ``--available-now`` the queries run until interrupted and
+each window is written as soon as a newer message arrives. ``--available-now`` reads what is
+there, writes every window that data closes, and exits (a cron job, a test): the newest
+window(s), which no message has closed yet, stay in the checkpoint and are written by the next
+run that reads a newer message. Restarting with the same ``--checkpoint`` resumes exactly where
+the last run stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,14 +45,16 @@ def tag_counts(spark: SparkSession, namesrv: str, topic: str, window: str, water
 def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> None:
     """Run the pipeline; pass ``spark`` to use an existing session (it is then left running)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--namesrv", default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"))
+    parser.add_argument("--namesrv", default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"),
+                        help="NameServer address (default: NAMESRV_ADDR, else 127.0.0.1:9876)")
     parser.add_argument("--source", required=True)
     parser.add_argument("--sink-topic", required=True)
     parser.add_argument("--out", required=True, help="parquet directory")
     parser.add_argument("--checkpoint", default=None, help="default: <out>/_checkpoints")
-    parser.add_argument("--window", default="10 seconds")
-    parser.add_argument("--watermark", default="0 seconds")
-    parser.add_argument("--available-now", action="store_true")
+    parser.add_argument("--window", default="10 seconds", help="window length, Spark's interval syntax")
+    parser.add_argument("--watermark", default="0 seconds", help="how late a message may be stored and count")
+    parser.add_argument("--available-now", action="store_true",
+                        help="write the windows the data closes, then exit (the newest wait for the next run)")
     args = parser.parse_args(argv)
     checkpoint = args.checkpoint or os.path.join(args.out, "_checkpoints")
 

@@ -27,6 +27,24 @@ class OptionError(ValueError):
     """An option that cannot be used; the message names it and says what is accepted."""
 
 
+# Every option of a read and of a write, as documented; Spark's own per-query keys (a path given to
+# load()/save(), a stream writer's checkpointLocation) reach the source too and are not ours to refuse.
+SOURCE_OPTIONS = ("namesrvAddr", "topic", "startingOffsets", "endingOffsets", "startingTimestamp",
+                  "endingTimestamp", "subExpression", "minPartitions", "maxOffsetsPerTrigger", "failOnDataLoss",
+                  "consumerGroup", "pullBatchSize", "pullsInFlight", "rowsPerBatch", "timeout")
+SINK_OPTIONS = ("namesrvAddr", "topic", "producerGroup", "batchSize", "timeout")
+SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})
+
+
+def _refuse_unknown(opts: Mapping[str, str], known: tuple[str, ...], what: str) -> None:
+    """A misspelled option (``startingOffset``) is refused, not ignored: ignoring it would read the
+    whole topic, or the wrong part of it, without a word."""
+    unknown = sorted(k for k in opts if k not in {n.lower() for n in known} and k not in SPARK_OPTIONS)
+    if unknown:
+        raise OptionError(f"unknown {what} option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                          f"known: {', '.join(known)}")
+
+
 def queue_key(mq: MessageQueue) -> str:
     return f"{mq.broker_name}:{mq.queue_id}"
 
@@ -118,6 +136,7 @@ class SourceOptions:
 def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     # Spark hands Python data sources a case-insensitive map; look every name up in lower case.
     opts = {k.lower(): v for k, v in options.items()}
+    _refuse_unknown(opts, SOURCE_OPTIONS, "rocketmq source")
     namesrv, topic = opts.get("namesrvaddr"), opts.get("topic")
     if not namesrv:
         raise OptionError("option namesrvAddr is required (host:port[;host:port])")
@@ -167,6 +186,7 @@ class SinkOptions:
 
 def sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = {k.lower(): v for k, v in options.items()}
+    _refuse_unknown(opts, SINK_OPTIONS, "rocketmq sink")
     if not opts.get("namesrvaddr"):
         raise OptionError("option namesrvAddr is required (host:port[;host:port])")
     return SinkOptions(

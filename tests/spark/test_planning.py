@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_py.client.spark.options import OptionError, sink_options, source_options
+from rocketmq_py.client.spark.options import (
+    SINK_OPTIONS,
+    SOURCE_OPTIONS,
+    SPARK_OPTIONS,
+    OptionError,
+    sink_options,
+    source_options,
+)
 from rocketmq_py.client.spark.partitions import QueueRange, split_ranges
 from rocketmq_py.client.spark.records import RecordColumns
 from rocketmq_py.client.spark.source import cap_offsets
@@ -41,6 +48,28 @@ def test_source_options_defaults_and_case_insensitivity() -> None:
 def test_bad_source_options_are_refused_with_their_name(options: dict[str, str], message: str) -> None:
     with pytest.raises(OptionError, match=message):
         source_options(options, streaming=False)
+
+
+def test_a_misspelled_option_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(OptionError) as caught:
+        source_options({**BASE, "startingOffset": "latest"}, streaming=True)
+    assert "unknown rocketmq source option startingoffset" in str(caught.value)
+    assert all(name in str(caught.value) for name in SOURCE_OPTIONS)
+    with pytest.raises(OptionError, match="unknown rocketmq sink option batchsizes; known: namesrvAddr"):
+        sink_options({"namesrvAddr": "h:1", "batchSizes": "4"})
+
+
+@given(st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20))
+def test_any_option_not_documented_is_refused(name: str) -> None:
+    known = {n.lower() for n in SOURCE_OPTIONS + SINK_OPTIONS} | SPARK_OPTIONS
+    if name.lower() in known:
+        return
+    with pytest.raises(OptionError, match="unknown rocketmq source option"):
+        source_options({**BASE, name: "1"}, streaming=False)
+    with pytest.raises(OptionError, match="unknown rocketmq sink option"):
+        sink_options({"namesrvAddr": "h:1", name: "1"})
+    # Spark's own keys pass
+    assert source_options({**BASE, "path": "x", "checkpointLocation": "/c"}, streaming=True).topic == "T"
 
 
 def test_ending_options_are_refused_for_streams() -> None:
