@@ -21,11 +21,12 @@ from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.cli import fail, main_entry, one_line
-from rocketmq_py.remoting.daemon import wait_for_stop_signal
+from rocketmq_py.remoting.daemon import parse_overrides, wait_for_stop_signal
 from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.logsetup import default_log_dir, setup_logging
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.metrics import MetricsHttpServer
+from rocketmq_py.remoting.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,
@@ -76,18 +77,32 @@ async def _demo(namesrv_addr: str, broker_addr: str) -> None:
         await client.close()
 
 
-async def _serve(host: str, port: int, broker_port: int, home: str, demo_only: bool, metrics_port: int = -1) -> None:
+def broker_configs(host: str, broker_port: int, home: str, options: list[str]
+                   ) -> tuple[BrokerConfig, NettyServerConfig, MessageStoreConfig]:
+    """The embedded broker's configuration: the standalone's defaults, then ``-o key=value``
+    overrides of any broker or store key (``-o enablePropertyFilter=true``), then the flags."""
+    props: dict[str, str] = {"rocketmqHome": home, "brokerName": "broker-a",
+                             "brokerIP1": host if host != "0.0.0.0" else "127.0.0.1",
+                             "storePathRootDir": os.path.join(home, "store")}
+    props |= parse_overrides(options)
+    props |= {"listenPort": str(broker_port), "bindAddress": host}
+    built, unknown = apply_properties([BrokerConfig, NettyServerConfig, MessageStoreConfig], props)
+    if unknown:
+        raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    return built[0], built[1], built[2]  # type: ignore[return-value]
+
+
+async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettyServerConfig, MessageStoreConfig],
+                 home: str, demo_only: bool, metrics_port: int = -1) -> None:
     namesrv = NamesrvController(
         NamesrvConfig(rocketmqHome=home, kvConfigPath=os.path.join(home, "namesrv", "kvConfig.json"),
                       configStorePath=os.path.join(home, "namesrv", "namesrv.properties")),
         NettyServerConfig(listenPort=port, bindAddress=host))
     await namesrv.start()
     print(f"The Name Server boot success. serializeType=JSON, address {namesrv.address}", flush=True)
-    broker = BrokerController(
-        BrokerConfig(rocketmqHome=home, namesrvAddr=namesrv.address, brokerIP1=host if host != "0.0.0.0" else
-                     "127.0.0.1", brokerName="broker-a"),
-        NettyServerConfig(listenPort=broker_port, bindAddress=host),
-        MessageStoreConfig(storePathRootDir=os.path.join(home, "store")))
+    broker_config, server_config, store_config = broker_setup
+    broker_config.namesrvAddr = namesrv.address
+    broker = BrokerController(broker_config, server_config, store_config)
     metrics = None
     if metrics_port >= 0:
         # One exporter for both daemons: their collectors share a registry (metric names differ).
@@ -125,11 +140,17 @@ def main(
     demo_only: bool = typer.Option(False, "--demo-only", help="run the demo and exit"),
     metrics_port: int = typer.Option(-1, "--metrics-port", min=-1, max=65535,
                                      help="Prometheus metrics port (0 = any free, -1 = off)"),
+    option: list[str] = typer.Option([], "-o", "--option",  # noqa: B008
+                                     help="Override one broker or store config key: -o key=value"),
     log_level: str = typer.Option("WARNING", "--log-level", help="Logging level"),
 ) -> None:
+    try:
+        broker_setup = broker_configs(host, broker_port, home, option)
+    except ConfigError as exc:
+        fail("mqstandalone", exc, "check -o: it takes the broker and store keys `mqbroker -p` prints", 2)
     setup_logging("standalone", log_level, default_log_dir(home))
     try:
-        run(_serve(host, port, broker_port, home, demo_only, metrics_port))
+        run(_serve(host, port, broker_setup, home, demo_only, metrics_port))
     except AddressInUseError as exc:
         fail("mqstandalone", exc, exc.hint or PORT_HINT)
     except StoreLockedError as exc:

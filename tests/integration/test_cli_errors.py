@@ -84,6 +84,8 @@ def test_a_locked_store_is_one_line_with_the_way_out(standalone: Daemon) -> None
     ("mqstandalone", ["--port", "abc"], ["--port"]),
     ("mqstandalone", ["--broker-port", "70000"], ["--broker-port", "65535"]),
     ("mqstandalone", ["--no-such-flag"], ["--no-such-flag"]),
+    ("mqstandalone", ["-o", "brokerNmae=x"], ["unknown config keys: brokerNmae", "mqbroker -p"]),
+    ("mqstandalone", ["-o", "flushDiskType=SOMETIMES"], ["flushDiskType", "mqbroker -p"]),
 ])
 def test_bad_config_and_usage_errors_are_one_line(tool: str, args: list[str], fragments: list[str]) -> None:
     result = run_cli(tool, *args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -51,7 +52,11 @@ def _check(proc: subprocess.CompletedProcess[str]) -> str:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     base = str(tmp_path_factory.mktemp("wheel"))
     dist = os.path.join(base, "dist")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, ROOT],
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+    source = os.path.join(base, "source")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "node_modules", "build", "dist",
+                                                                 "*.egg-info", "__pycache__", ".*_cache", "tests"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, source],
                            capture_output=True, text=True, timeout=300, cwd=base)
     _check(build)
     wheels = [f for f in os.listdir(dist) if f.endswith(".whl")]
