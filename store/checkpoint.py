@@ -10,6 +10,8 @@ import mmap
 import os
 import struct
 
+from rocketmq_py.store.mapped_file import reserve_blocks
+
 _LAYOUT = struct.Struct(">qqq")
 PAGE = 4096
 
@@ -21,6 +23,7 @@ class StoreCheckpoint:
         try:
             if os.fstat(fd).st_size != PAGE:
                 os.ftruncate(fd, PAGE)
+                reserve_blocks(fd, PAGE)  # a page the disk cannot back would be a SIGBUS
             self.mm = mmap.mmap(fd, PAGE)
         finally:
             os.close(fd)

@@ -13,7 +13,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from rocketmq_py.store.mapped_file import MappedFileQueue
+from rocketmq_py.store.mapped_file import MappedFile, MappedFileQueue
 
 log = logging.getLogger("rocketmq.store")
 
@@ -73,9 +73,10 @@ class ConsumeQueue:
         start = max(0, len(files) - 3)
         end_offset = files[start].file_from_offset
         for mf in files[start:]:
-            pos = _valid_prefix(mf.mm, self.file_size)
+            mm = mf.mapping()
+            pos = _valid_prefix(mm, self.file_size)
             for at in range(pos - CQ_STORE_UNIT_SIZE, -1, -CQ_STORE_UNIT_SIZE):
-                offset, size, _ = _UNIT.unpack_from(mf.mm, at)
+                offset, size, _ = _UNIT.unpack_from(mm, at)
                 if size != 0x7FFFFFFF:  # the last real unit: units point forward in the log
                     self.max_physic_offset = max(self.max_physic_offset, offset + size)
                     break
@@ -107,13 +108,7 @@ class ConsumeQueue:
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_physic_offset = offset + size
                 return True
-        first = not self.queue.files
-        mf = self.queue.get_last_mapped_file(expect)
-        if first and expect:
-            # A queue whose first unit is not 0 (its older files were deleted): fill the head
-            # of the file with blank units so positions stay arithmetic.
-            self.min_logic_offset = expect
-            mf.append(_BLANK_UNIT * ((expect - mf.file_from_offset) // CQ_STORE_UNIT_SIZE))
+        mf = self._first_file(expect) if not self.queue.files else self.queue.get_last_mapped_file(expect)
         current = mf.file_from_offset + mf.wrote_position
         if expect < current:
             return True  # already there
@@ -123,6 +118,37 @@ class ConsumeQueue:
         mf.append(_UNIT.pack(offset, size, tags_code))
         self.max_physic_offset = offset + size
         return True
+
+    def _first_file(self, expect: int) -> MappedFile:
+        mf = self.queue.get_last_mapped_file(expect)
+        if expect:
+            # A queue whose first unit is not 0 (its older files were deleted): fill the head
+            # of the file with blank units so positions stay arithmetic.
+            self.min_logic_offset = expect
+            mf.append(_BLANK_UNIT * ((expect - mf.file_from_offset) // CQ_STORE_UNIT_SIZE))
+        return mf
+
+    def reserve(self, cq_offset: int, count: int) -> None:
+        """Files for the units ``cq_offset`` to ``cq_offset + count - 1`` made now, before the
+        CommitLog takes their records: once a record is in the log its unit must be written, or
+        an acknowledged message would be in no queue. Raises OSError (DiskFullError for a full
+        disk) and changes nothing a reader sees when they cannot be made. The caller has checked
+        that the current file lacks room (``has_room``)."""
+        files = self.queue.files
+        if not files:
+            self._first_file(cq_offset * CQ_STORE_UNIT_SIZE)
+        elif files[-1].is_full:
+            self.queue.get_last_mapped_file()
+        free = (self.file_size - files[-1].wrote_position) // CQ_STORE_UNIT_SIZE
+        if count > free:
+            per_file = self.file_size // CQ_STORE_UNIT_SIZE
+            self.queue.create_ahead(-(-(count - free) // per_file))
+
+    def has_room(self, count: int) -> bool:
+        """Whether the current file holds ``count`` more units (the put path's check before
+        ``reserve``)."""
+        files = self.queue.files
+        return bool(files) and files[-1].wrote_position + count * CQ_STORE_UNIT_SIZE <= self.file_size
 
     def put_units(self, units: list[tuple[int, int, int]], first_cq_offset: int) -> bool:
         """Units ``first_cq_offset`` onwards in one write, when they follow the last unit in
@@ -147,7 +173,7 @@ class ConsumeQueue:
         mf = self.queue.find_mapped_file_by_offset(pos)
         if mf is None or pos - mf.file_from_offset >= mf.wrote_position:
             return None
-        return _UNIT.unpack_from(mf.mm, pos - mf.file_from_offset)
+        return _UNIT.unpack_from(mf.mapping(), pos - mf.file_from_offset)
 
     def units_from(self, index: int, max_bytes: int) -> Iterator[tuple[int, int, int]] | None:
         """Consecutive units starting at ``index``, within one file, at most ``max_bytes`` of them;
@@ -162,7 +188,7 @@ class ConsumeQueue:
         if count <= 0:
             return None
         # A copy (16 KB at most), not a view: a view would pin the mapping against unmapping.
-        return _UNIT.iter_unpack(mf.mm[start:start + count * CQ_STORE_UNIT_SIZE])
+        return _UNIT.iter_unpack(mf.read(start, count * CQ_STORE_UNIT_SIZE))
 
     def truncate_dirty_logic_files(self, phy_offset: int) -> None:
         """Drop units that point at or beyond ``phy_offset`` (CommitLog data lost in a crash)."""
@@ -170,8 +196,9 @@ class ConsumeQueue:
         for mf in reversed(list(self.queue.files)):
             pos = 0
             valid_end = 0
+            mm = mf.mapping()
             while pos + CQ_STORE_UNIT_SIZE <= mf.wrote_position:
-                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
+                offset, size, _ = _UNIT.unpack_from(mm, pos)
                 if size == 0x7FFFFFFF:  # blank filler
                     valid_end = pos + CQ_STORE_UNIT_SIZE
                 elif offset >= phy_offset:
@@ -184,7 +211,7 @@ class ConsumeQueue:
                 self.queue.files.remove(mf)
                 mf.destroy()
                 continue
-            mf.mm[valid_end:mf.wrote_position] = bytes(mf.wrote_position - valid_end)
+            mm[valid_end:mf.wrote_position] = bytes(mf.wrote_position - valid_end)
             mf.wrote_position = mf.flushed_position = valid_end
             if valid_end:
                 break
@@ -192,8 +219,9 @@ class ConsumeQueue:
     def correct_min_offset(self, phy_min_offset: int) -> None:
         """The first unit still pointing into the CommitLog (after its old files were deleted)."""
         for mf in self.queue.files:
+            mm = mf.mapping()
             for pos in range(0, mf.wrote_position, CQ_STORE_UNIT_SIZE):
-                offset, size, _ = _UNIT.unpack_from(mf.mm, pos)
+                offset, size, _ = _UNIT.unpack_from(mm, pos)
                 if size != 0x7FFFFFFF and offset >= phy_min_offset:
                     self.min_logic_offset = mf.file_from_offset + pos
                     return
@@ -207,7 +235,7 @@ class ConsumeQueue:
             last_pos = mf.wrote_position - CQ_STORE_UNIT_SIZE
             if last_pos < 0:
                 break
-            offset, _, _ = _UNIT.unpack_from(mf.mm, last_pos)
+            offset, _, _ = _UNIT.unpack_from(mf.mapping(), last_pos)
             if offset >= phy_min_offset:
                 break
             self.queue.delete_first_files(1)

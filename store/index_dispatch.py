@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -35,6 +36,7 @@ from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
 )
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
+from rocketmq_py.store.mapped_file import DISK_FULL_ERRNOS, reserve_blocks
 
 log = logging.getLogger("rocketmq.store")
 
@@ -65,6 +67,7 @@ def _open_control(path: str) -> mmap.mmap:
     try:
         if os.fstat(fd).st_size != _SIZE:
             os.ftruncate(fd, _SIZE)
+            reserve_blocks(fd, _SIZE)  # a page the disk cannot back would be a SIGBUS
         return mmap.mmap(fd, _SIZE)
     finally:
         os.close(fd)
@@ -311,9 +314,21 @@ def run_child(ns: argparse.Namespace) -> int:
         if offset < committed:
             # Records retention already deleted are not there to index.
             offset = max(offset, _I64.unpack_from(ctrl, _MIN_OFFSET)[0])
-            offset, ts = index_records(reader, index, offset, committed)
+            try:
+                offset, ts = index_records(reader, index, offset, committed)
+            except OSError as exc:
+                if exc.errno not in DISK_FULL_ERRNOS and exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                # No new IndexFile: wait for room and index the same records again (put_entries
+                # skips what is already in), rather than die and be restarted every second.
+                log.error("cannot create an index file (%s); retrying from offset %d in 1 s", exc, offset)
+                time.sleep(1.0)
+                continue
             last_ts = ts or last_ts
             _I64.pack_into(ctrl, _INDEXED, offset)
+            # Files behind the offset are never read again: their mappings (a descriptor each)
+            # are dropped as the child moves on.
+            reader.drop_below(offset)
         elif _I64.unpack_from(ctrl, _STOP)[0]:
             break
         else:

@@ -25,6 +25,7 @@ from rocketmq_py.remoting.protocol.message import (
     java_string_hash,
     raw_property_prefix,
 )
+from rocketmq_py.store.mapped_file import reserve_blocks
 
 log = logging.getLogger("rocketmq.store")
 
@@ -87,27 +88,47 @@ class IndexFile:
         self.index_num = index_num
         self.path = path
         self.readonly = readonly
-        size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self.size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
         # Named by creation time, not by offset, so it is mapped here rather than as a MappedFile.
-        fd = os.open(path, os.O_RDONLY if readonly else os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size != size:
-                if readonly:
-                    raise ValueError(f"{path} is not (yet) {size} bytes")
-                os.ftruncate(fd, size)
-            self.mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ if readonly else mmap.ACCESS_WRITE)
-        finally:
-            os.close(fd)
+        self.mm = self._map(create=not readonly)
         self.reload_header()
         self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         self._slots: array | None = None
+        if self.is_write_full:
+            # Only read by queries from now on, which map it for the query: a long history of
+            # full files holds no descriptors (each mapping holds one before Python 3.13).
+            self.mm.close()
+
+    def _map(self, create: bool = False) -> mmap.mmap:
+        """The file mapped; a new one is created with its blocks reserved (reserve_blocks: a page
+        the disk cannot back would be a SIGBUS), or not at all."""
+        readonly = self.readonly
+        fd = os.open(self.path, os.O_RDONLY if readonly else os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size != self.size:
+                if not create:
+                    raise ValueError(f"{self.path} is not (yet) {self.size} bytes")
+                try:
+                    os.ftruncate(fd, self.size)
+                    reserve_blocks(fd, self.size)
+                except OSError:
+                    os.remove(self.path)
+                    raise
+            return mmap.mmap(fd, self.size, access=mmap.ACCESS_READ if readonly else mmap.ACCESS_WRITE)
+        finally:
+            os.close(fd)
 
     def reload_header(self) -> None:
-        """Read the header from the mapping (for a file another process writes)."""
+        """Read the header from the mapping (for a file another process writes; a full file's
+        header is final)."""
+        if self.mm.closed:
+            return
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mm, 0)
         if self.index_count == 0:
             self.index_count = 1
+        if self.readonly and self.is_write_full:
+            self.mm.close()
 
     @property
     def is_write_full(self) -> bool:
@@ -173,17 +194,26 @@ class IndexFile:
         _HEADER.pack_into(mm, 0, begin, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
                           self.hash_slot_count, count)
         if count >= self.index_num:
+            # Final: synced once, then mapped only by the queries that read it.
             self._slots = None
+            mm.flush()
+            mm.close()
         return n
 
     def select_phy_offset(self, h: int, max_num: int, begin: int, end: int) -> list[int]:
-        (slot_value,) = _SLOT.unpack_from(self.mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
+        if not self.mm.closed:
+            return self._select(self.mm, h, max_num, begin, end)
+        with self._map() as mm:
+            return self._select(mm, h, max_num, begin, end)
+
+    def _select(self, mm: mmap.mmap, h: int, max_num: int, begin: int, end: int) -> list[int]:
+        (slot_value,) = _SLOT.unpack_from(mm, INDEX_HEADER_SIZE + (h % self.hash_slot_num) * HASH_SLOT_SIZE)
         found: list[int] = []
         seen = 0
         while 0 < slot_value < self.index_count and len(found) < max_num and seen < self.index_num:
             seen += 1
             entry_pos = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + slot_value * INDEX_SIZE
-            entry_hash, phy, time_diff, prev = _ENTRY.unpack_from(self.mm, entry_pos)
+            entry_hash, phy, time_diff, prev = _ENTRY.unpack_from(mm, entry_pos)
             ts = self.begin_timestamp + time_diff * 1000
             if ts < begin:
                 break
@@ -198,7 +228,7 @@ class IndexFile:
         return self.begin_timestamp <= end and self.end_timestamp >= begin
 
     def flush(self) -> None:
-        if not self.readonly:
+        if not self.readonly and not self.mm.closed:
             self.mm.flush()
 
     def destroy(self) -> None:

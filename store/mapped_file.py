@@ -11,9 +11,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
+import errno
 import logging
 import mmap
 import os
+import sys
+from collections.abc import Callable
 
 log = logging.getLogger("rocketmq.store")
 
@@ -23,83 +26,200 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 # Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
 _WARM_CHUNK = bytes(1 << 20)
+# Errors of a reservation that mean the disk (or the user's quota) is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# posix_fallocate's answers where the filesystem cannot reserve: the file stays sparse, as before.
+_NO_RESERVE_ERRNOS = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS})
+# Python 3.13's mmap can leave the descriptor alone; before it, every mapping holds a dup of it.
+_MMAP_OPTIONS: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
+# What an unmapped file's ``mm`` is: a closed mapping, so ``mm.closed`` tells the state and a
+# stray access fails with ValueError instead of touching freed memory.
+_UNMAPPED = mmap.mmap(-1, 1)
+_UNMAPPED.close()
 
 
-def _allocate(path: str, file_size: int, warm: bool, no_readahead: int = 0) -> MappedFile:
-    """Create a CommitLog file ahead of need: sparse, as Java's allocate service makes it (it
-    costs no disk until written), or, when ``warm`` (Java's warmMapedFileEnable), with its
-    blocks allocated, zero-written and synced, so puts never fault on a fresh page nor make a
-    later fsync write the file's zeros. Every call here releases the GIL while the kernel works.
-    """
+class DiskFullError(OSError):
+    """No new store file: the disk is full (or above the store's warning ratio). ``needed``: the
+    bytes the file wanted, which must be free before puts are accepted again."""
+
+    def __init__(self, message: str, needed: int) -> None:
+        super().__init__(errno.ENOSPC, message)
+        self.needed = needed
+
+
+def reserve_blocks(fd: int, size: int) -> None:
+    """Have the filesystem reserve the blocks of a store file's first ``size`` bytes.
+
+    A mapped page of a sparse file gets its block only when first written, and a block the disk
+    no longer has is a SIGBUS that kills the process. Reserving them here turns a full disk into
+    an OSError (ENOSPC) at creation, where a put can be refused (docs/store-disk-full.md). Where
+    the filesystem cannot reserve (posix_fallocate unsupported), the file stays sparse."""
+    if not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in _NO_RESERVE_ERRNOS:
+            raise
+
+
+def create_reserved(path: str, size: int) -> None:
+    """A new file of ``size`` bytes with its blocks reserved; nothing left behind on failure."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.ftruncate(fd, file_size)
-        if warm:
-            if hasattr(os, "posix_fallocate"):
-                os.posix_fallocate(fd, 0, file_size)
+        os.ftruncate(fd, size)
+        reserve_blocks(fd, size)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        raise
+    os.close(fd)
+
+
+def _allocate(path: str, file_size: int, warm: bool) -> str:
+    """Create a CommitLog file ahead of need, its blocks reserved (``reserve_blocks``), or, when
+    ``warm`` (Java's warmMapedFileEnable), also zero-written and synced, so puts never fault on
+    a fresh page nor make a later fsync write the file's zeros. Every call here releases the GIL
+    while the kernel works. The file is mapped by the thread that takes it (the mapping budget is
+    the event loop's)."""
+    create_reserved(path, file_size)
+    if warm:
+        fd = os.open(path, os.O_RDWR)
+        try:
             for pos in range(0, file_size, len(_WARM_CHUNK)):
                 os.pwrite(fd, _WARM_CHUNK[:file_size - pos], pos)
             _datasync(fd)
-    except BaseException:
+        except BaseException:
+            os.close(fd)
+            os.remove(path)
+            raise
         os.close(fd)
-        os.remove(path)
-        raise
-    os.close(fd)
-    mf = MappedFile(path, file_size)
-    mf.advise_no_readahead(no_readahead)
-    return mf
+    return path
+
+
+def _open_file_limit() -> int:
+    try:
+        import resource  # not on Windows, where a mapping holds a handle, not a descriptor
+    except ImportError:
+        return 1 << 30
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if soft != resource.RLIM_INFINITY else 1 << 30
+
+
+class _Mappings:
+    """Every mapped store file, oldest mapping first, with a bound on how many stay mapped.
+
+    Before Python 3.13 each mapping holds a descriptor, and a store of many small files (small
+    ConsumeQueue files, a long history) would run out of them: past half the open-file limit,
+    the oldest mappings of files that are full and flushed (nothing will write them again) are
+    released, and made again when read. The files being written are never released."""
+
+    def __init__(self) -> None:
+        self.open: dict[MappedFile, None] = {}
+        self.limit = 0
+        self._next_scan = 0
+
+    def add(self, mf: MappedFile) -> None:
+        self.open[mf] = None
+        if not self.limit:
+            self.limit = max(64, min(_open_file_limit() // 2, 32768))
+            self._next_scan = self.limit
+        if len(self.open) > self._next_scan:
+            self._release_cold()
+
+    def discard(self, mf: MappedFile) -> None:
+        self.open.pop(mf, None)
+
+    def _release_cold(self) -> None:
+        # An eighth of the budget at a time, so the scan is paid once per that many mappings;
+        # when too few are cold (many queues each with a file being written), wait as long again.
+        excess = len(self.open) - self.limit + self.limit // 8
+        for mf in list(self.open):
+            if excess <= 0:
+                break
+            if mf.cold:
+                mf.unmap()
+                excess -= 1
+        self._next_scan = max(self.limit, len(self.open) + self.limit // 8)
+
+
+MAPPINGS = _Mappings()
 
 
 class MappedFile:
-    __slots__ = ("_address", "fd", "file_from_offset", "file_size", "flushed_position", "mm", "path", "warm_mark",
-                 "warm_requested", "wrote_position")
+    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path",
+                 "warm_mark", "warm_requested", "wrote_position")
 
-    def __init__(self, path: str, file_size: int) -> None:
+    def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
+        """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
+        leaves it unmapped until first read (a store loading thousands of files)."""
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(os.path.basename(path))
-        exists = os.path.exists(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if not exists:
-                os.ftruncate(fd, file_size)  # sparse: blocks are allocated as pages are touched
-            elif os.fstat(fd).st_size != file_size:
-                raise ValueError(f"{path} has {os.fstat(fd).st_size} bytes, expected {file_size}: refusing to load")
-            self.mm = mmap.mmap(fd, file_size)
-        except BaseException:
-            os.close(fd)
-            raise
-        # Kept open for fdatasync, which (unlike mmap.flush) releases the GIL while it waits on
-        # the disk, and on Linux writes back pages dirtied through the mapping too.
-        self.fd = fd
+        self.mm = _UNMAPPED
+        self._address: int | None = None
+        size = os.path.getsize(path)
+        if size != file_size:
+            raise ValueError(f"{path} has {size} bytes, expected {file_size}: refusing to load")
+        if mapped:
+            self.mapping()
         self.wrote_position = 0
         self.flushed_position = 0
         # store.prefault's bookkeeping: the write position at which the writer next asks for
         # pages ahead, and how far it has asked already.
         self.warm_mark = 0
         self.warm_requested = 0
-        self._address: int | None = None
+
+    def mapping(self) -> mmap.mmap:
+        """The file's mapping, made again if it was released."""
+        mm = self.mm
+        if mm.closed:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                mm = self.mm = mmap.mmap(fd, self.file_size, **_MMAP_OPTIONS)
+            finally:
+                os.close(fd)
+            MAPPINGS.add(self)
+        return mm
+
+    @property
+    def cold(self) -> bool:
+        """Full and flushed: only ever read again, so its mapping may be released."""
+        return self.wrote_position >= self.file_size and self.flushed_position >= self.file_size
+
+    def unmap(self) -> None:
+        MAPPINGS.discard(self)
+        self._address = None
+        with contextlib.suppress(BufferError):  # a reader's view still alive: left to the GC
+            self.mm.close()
+        self.mm = _UNMAPPED
 
     def address(self) -> int | None:
-        """The mapping's address, for madvise; None once closed. Taken through a buffer export
+        """The mapping's address, for madvise; None once unmapped. Taken through a buffer export
         that is released at once, so ``close`` is never refused because of it."""
-        if self._address is None and self.fd >= 0:
+        if self._address is None and not self.mm.closed:
             try:
                 view = (ctypes.c_char * 1).from_buffer(self.mm)
             except (ValueError, TypeError):  # closed
                 return None
             self._address = ctypes.addressof(view)
             del view
-        return self._address if self.fd >= 0 else None
+        return self._address if not self.mm.closed else None
+
+    @property
+    def mapped(self) -> bool:
+        return not self.mm.closed
 
     def advise_no_readahead(self, length: int) -> None:
-        """No readahead on the first ``length`` bytes of a file just created (sparse).
+        """No readahead on the first ``length`` bytes of a file just created.
 
-        A page fault on a hole makes the kernel read ahead, and reading ahead over holes is
-        zero-filling: the first write into a new file zeroes up to 8 MiB of page cache in the
-        writer's thread, 17 ms measured here, once per new ConsumeQueue file, that is once per
-        queue of every new topic, a stall of the whole event loop. Without readahead a fault costs
-        one page. Files loaded at start keep the kernel's default, for cold sequential reads.
+        A page fault on a fresh page makes the kernel read ahead, and reading ahead over pages
+        never written is zero-filling: the first write into a new file zeroes up to 8 MiB of page
+        cache in the writer's thread, 17 ms measured here, once per new ConsumeQueue file, that is
+        once per queue of every new topic, a stall of the whole event loop. Without readahead a
+        fault costs one page. Files loaded at start keep the kernel's default, for cold
+        sequential reads.
         """
         if length > 0 and hasattr(mmap, "MADV_RANDOM"):
             with contextlib.suppress(OSError, ValueError):
@@ -119,16 +239,27 @@ class MappedFile:
         self.wrote_position = pos + len(data)
 
     def flush(self, up_to: int | None = None) -> int:
-        """msync what was written since the last flush (blocking: call it in a thread)."""
+        """Sync what was written since the last flush (blocking: call it in a thread).
+
+        fdatasync, which (unlike mmap.flush) releases the GIL while it waits on the disk, and on
+        Linux writes back pages dirtied through the mapping too. On a descriptor opened for the
+        call: one kept per file would be one per ConsumeQueue file."""
         end = self.wrote_position if up_to is None else min(up_to, self.wrote_position)
         if end > self.flushed_position:
-            _datasync(self.fd)
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                _datasync(fd)
+            finally:
+                os.close(fd)
             # Two group-commit flushes may run at once: the position only moves forward.
             self.flushed_position = max(self.flushed_position, end)
         return self.flushed_position
 
     def read(self, pos: int, size: int) -> bytes:
-        return self.mm[pos:pos + size]
+        mm = self.mm
+        if mm.closed:
+            mm = self.mapping()
+        return mm[pos:pos + size]
 
     def destroy(self) -> None:
         self.close()
@@ -138,14 +269,7 @@ class MappedFile:
             pass
 
     def close(self) -> None:
-        fd, self.fd = self.fd, -1  # first, so a warming thread stops before the unmap
-        if fd < 0:
-            return
-        try:
-            self.mm.close()
-        except BufferError:
-            pass
-        os.close(fd)
+        self.unmap()
 
 
 class MappedFileQueue:
@@ -161,9 +285,14 @@ class MappedFileQueue:
         self.files: list[MappedFile] = []
         self.preallocate = preallocate
         self.warm = warm
-        self._next: concurrent.futures.Future[MappedFile] | None = None
+        self._next: concurrent.futures.Future[str] | None = None
+        # Called with a new file's size before it is started; raises DiskFullError to refuse it. The store
+        # sets it to its free-space check, so a put never starts a file on a disk above its
+        # warning ratio, whatever the retention timer last saw.
+        self.space_check: Callable[[int], None] | None = None
 
     def load(self) -> None:
+        """The files on disk, unmapped but the last (recovery maps what it reads)."""
         if not os.path.isdir(self.store_path):
             return
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
@@ -176,36 +305,92 @@ class MappedFileQueue:
                 log.warning("%s has %d bytes, completing it to %d (interrupted creation)", path, size,
                             self.file_size)
                 os.truncate(path, self.file_size)
-            mf = MappedFile(path, self.file_size)
+            mf = MappedFile(path, self.file_size, mapped=False)
             # Positions are provisionally "full"; recovery sets the real write position.
             mf.wrote_position = mf.flushed_position = self.file_size
             self.files.append(mf)
+        if self.files:
+            self._reserve_last()
+
+    def _reserve_last(self) -> None:
+        """Blocks for the file that will be written next, which a store made before reservations
+        (or copied sparse) may lack; on a full disk it stays as it is and is mapped anyway:
+        refusing to start would keep every stored message from its consumers."""
+        mf = self.files[-1]
+        fd = os.open(mf.path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, self.file_size)
+        except OSError as exc:
+            log.error("cannot reserve the blocks of %s: %s; puts into it may fail while the disk is full",
+                      mf.path, exc)
+        finally:
+            os.close(fd)
+        mf.mapping()
 
     def last(self) -> MappedFile | None:
         return self.files[-1] if self.files else None
 
     def get_last_mapped_file(self, start_offset: int = 0) -> MappedFile:
-        """The file to write into, creating the next one when the last is full (or none exists)."""
+        """The file to write into, creating the next one when the last is full (or none exists).
+
+        Raises OSError when no new file can be made: ENOSPC for a full disk (``space_check`` or
+        the reservation), EMFILE when the process is out of descriptors; nothing is left behind."""
         last = self.last()
         if last is not None and not last.is_full:
             return last
         create_offset = start_offset - start_offset % self.file_size if last is None else \
             last.file_from_offset + self.file_size
+        try:
+            mf = self._new_file(create_offset)
+        except DiskFullError:
+            raise
+        except OSError as exc:
+            if exc.errno in DISK_FULL_ERRNOS:
+                raise DiskFullError(f"cannot create {self.file_size}-byte file in {self.store_path}: "
+                                    f"{exc.strerror}", self.file_size) from exc
+            raise
+        self.files.append(mf)
+        self.preallocate_next()
+        return mf
+
+    def _new_file(self, create_offset: int) -> MappedFile:
+        if self.space_check is not None:
+            self.space_check(self.file_size)
         os.makedirs(self.store_path, exist_ok=True)
         mf = self._take_preallocated(create_offset)
         if mf is None:
             path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
-            exists = os.path.exists(path)
-            if self.preallocate and not exists:
-                # Never warmed here: warming a whole file would stall this put.
-                mf = _allocate(path, self.file_size, warm=False, no_readahead=self.no_readahead)
-            else:
+            if os.path.exists(path):
                 mf = MappedFile(path, self.file_size)
-                if not exists:
-                    mf.advise_no_readahead(self.no_readahead)
-        self.files.append(mf)
-        self.preallocate_next()
+            else:
+                # Reserved here, never warmed: warming a whole file would stall this put.
+                create_reserved(path, self.file_size)
+                try:
+                    mf = MappedFile(path, self.file_size)
+                except BaseException:
+                    os.remove(path)
+                    raise
+                mf.advise_no_readahead(self.no_readahead)
         return mf
+
+    def create_ahead(self, count: int) -> None:
+        """The ``count`` files after the last created on disk now, reserved (a batch's units that
+        will not fit in the current file must have their files before the CommitLog takes the
+        batch); ``get_last_mapped_file`` maps them when it reaches them."""
+        last = self.last()
+        assert last is not None
+        for i in range(1, count + 1):
+            path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + i * self.file_size))
+            if os.path.exists(path):
+                continue
+            if self.space_check is not None:
+                self.space_check(self.file_size)
+            try:
+                create_reserved(path, self.file_size)
+            except OSError as exc:
+                if exc.errno in DISK_FULL_ERRNOS:
+                    raise DiskFullError(f"cannot create {path}: {exc.strerror}", self.file_size) from exc
+                raise
 
     def preallocate_next(self) -> None:
         """Start creating the file after the last one, in the allocator thread."""
@@ -214,7 +399,7 @@ class MappedFileQueue:
             return
         path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + self.file_size))
         if not os.path.exists(path):
-            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm, self.no_readahead)
+            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm)
 
     def _take_preallocated(self, offset: int) -> MappedFile | None:
         """The file made ahead for ``offset``, waiting for it if it is still being made (as Java
@@ -223,20 +408,27 @@ class MappedFileQueue:
         if fut is None:
             return None
         try:
-            mf = fut.result()
+            path = fut.result()
         except OSError as exc:
             log.warning("preallocating the next mapped file failed: %s", exc)
             return None
-        if mf.file_from_offset != offset:
-            mf.destroy()
+        if int(os.path.basename(path)) != offset:
+            with contextlib.suppress(OSError):
+                os.remove(path)
             return None
+        try:
+            mf = MappedFile(path, self.file_size)
+        except BaseException:
+            os.remove(path)
+            raise
+        mf.advise_no_readahead(self.no_readahead)
         return mf
 
     def _drop_preallocated(self) -> None:
         fut, self._next = self._next, None
         if fut is not None:
             with contextlib.suppress(OSError):
-                fut.result().destroy()
+                os.remove(fut.result())
 
     def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
         if not self.files:
@@ -281,6 +473,8 @@ class MappedFileQueue:
             else:
                 mf.destroy()
         self.files = keep
+        if keep:
+            keep[-1].mapping()  # written next: mapped (a loaded file is not until read)
 
     def flush(self) -> int:
         """Sync every unsynced range (blocking); returns the new flushed offset."""

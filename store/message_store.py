@@ -47,7 +47,7 @@ from rocketmq_py.store.index_dispatch import (
     wait_for_previous_child,
 )
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
-from rocketmq_py.store.mapped_file import MappedFile
+from rocketmq_py.store.mapped_file import DiskFullError, MappedFile
 
 log = logging.getLogger("rocketmq.store")
 
@@ -168,6 +168,9 @@ class DefaultMessageStore:
         self.message_arriving_listener = message_arriving_listener
         self.shutdown_flag = True
         self.disk_full = False
+        self._disk_full_remark = "the disk is full"
+        self._space_needed = 0  # bytes a failed file creation wanted; puts wait until they are free
+        self.commit_log.queue.space_check = self._space_check
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         # (offset the put needs flushed, its future, loop-time deadline), in arrival order.
@@ -305,8 +308,9 @@ class DefaultMessageStore:
                 continue
             pos = max(0, from_offset - mf.file_from_offset)
             while pos < mf.wrote_position:
-                size, msg, valid = self.commit_log.check_record(mf.mm, pos, mf.wrote_position if mf.wrote_position
-                                                                < mf.file_size else mf.file_size)
+                # Mapped again per record: dispatching may create files and release this mapping.
+                size, msg, valid = self.commit_log.check_record(mf.mapping(), pos, mf.wrote_position
+                                                                if mf.wrote_position < mf.file_size else mf.file_size)
                 if not valid or size <= 0:
                     break
                 if msg is not None:
@@ -341,10 +345,11 @@ class DefaultMessageStore:
         index_from = _NEVER if normal or not self._index_inline else self._index_resume_offset()
         end_offset = files[start].file_from_offset
         for mf in files[start:]:
-            pos, whole, to_dispatch = self.commit_log.scan_records(mf.mm, 0, mf.file_size, pending, index_from,
-                                                                   mf.file_from_offset)
+            pos, whole, to_dispatch = self.commit_log.scan_records(mf.mapping(), 0, mf.file_size, pending,
+                                                                   index_from, mf.file_from_offset)
             for at in to_dispatch:
-                size, msg, valid = self.commit_log.check_record(mf.mm, at, mf.file_size)
+                # Mapped again per record: dispatching may create files and release this mapping.
+                size, msg, valid = self.commit_log.check_record(mf.mapping(), at, mf.file_size)
                 if msg is None or not valid:  # properties that are not UTF-8: the log ends here
                     pos, whole = at, False
                     break
@@ -469,14 +474,34 @@ class DefaultMessageStore:
 
     # -- puts -------------------------------------------------------------------------------
 
-    def _refused(self) -> PutMessageResult:
-        """Why a put is turned away (called only when one of the three conditions holds)."""
+    def _refused(self) -> PutMessageResult | None:
+        """Why a put is turned away (called only when one of the three conditions holds), or None
+        when the disk was full and has room again: a freed disk is seen by the next put, not only
+        by the retention timer."""
         if self.shutdown_flag:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is shut down")
         if self.config.brokerRole == BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is a slave")
-        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                                remark="the disk is full: usage above diskSpaceWarningLevelRatio")
+        self.check_disk_space()
+        if not self.disk_full:
+            return None
+        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=self._disk_full_remark)
+
+    def _reserve_queue(self, topic: str, queue_id: int, count: int) -> None:
+        """The ConsumeQueue files for ``count`` more units of a queue, made before the CommitLog
+        takes their records (``ConsumeQueue.reserve``)."""
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        if cq is None:
+            cq = self.find_consume_queue(topic, queue_id)
+        if not cq.has_room(count):
+            cq.reserve(self.commit_log.topic_queue_table.get((topic, queue_id), 0), count)
+
+    def _reserve_run(self, entries: Sequence[RunEntry]) -> None:
+        count = len(entries)  # a bound on any one queue's share of the run
+        for entry in entries:
+            if entry[6] & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
+                self._reserve_queue(entry[0], entry[1], count)
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
         result = self.append_message(msg)
@@ -505,9 +530,12 @@ class DefaultMessageStore:
 
         Appends and dispatches in one step: nothing can run between a record landing in the log
         and its queue unit, so a reader never sees a queue behind the log it was told about."""
-        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
-            return self._refused()
+        if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
+                (refused := self._refused()) is not None:
+            return refused
         try:
+            if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
+                self._reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
             result = self.commit_log.append_batch(batch)
         except OSError as exc:
             return self._create_failed(exc)
@@ -522,9 +550,12 @@ class DefaultMessageStore:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
         coroutine on the path most sends take. The same steps as ``append_run``."""
-        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
-            return self._refused()
+        if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
+                (refused := self._refused()) is not None:
+            return refused
         try:
+            if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
+                self._reserve_queue(msg.topic, msg.queue_id, 1)
             result = self.commit_log.append_message(msg)
         except OSError as exc:
             return self._create_failed(exc)
@@ -539,9 +570,11 @@ class DefaultMessageStore:
         """Messages in one go (``CommitLog.append_run``), each then queued, indexed and announced
         to waiting pulls, with one result for them all: stored together or not at all. The same
         steps as ``append_messages``."""
-        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
-            return self._refused()
+        if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
+                (refused := self._refused()) is not None:
+            return refused
         try:
+            self._reserve_run(entries)
             result = self.commit_log.append_run(entries, born_host, store_host)
         except OSError as exc:
             return self._create_failed(exc)
@@ -552,10 +585,21 @@ class DefaultMessageStore:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
 
-    @staticmethod
-    def _create_failed(exc: OSError) -> PutMessageResult:
+    def _create_failed(self, exc: OSError) -> PutMessageResult:
+        """A put refused because a store file could not be made; nothing was written. A full
+        disk is answered as Java answers it (SERVICE_NOT_AVAILABLE, its remark naming the disk)
+        and refuses puts until ``check_disk_space`` sees the room the file wanted; out of
+        descriptors (EMFILE) is Java's CREATE_MAPEDFILE_FAILED."""
+        if isinstance(exc, DiskFullError):
+            self._space_needed = max(self._space_needed, exc.needed)
+            self._disk_full_remark = f"the disk is full: {exc.strerror}"
+            if not self.disk_full:
+                log.error("disk full, store will refuse new messages until %d bytes are free: %s", exc.needed,
+                          exc.strerror)
+            self.disk_full = True
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=self._disk_full_remark)
         log.error("create mapped file failed: %s", exc)
-        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=str(exc))
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, remark=f"create mapped file failed: {exc}")
 
     @staticmethod
     def _not_appended(result: AppendMessageResult) -> PutMessageResult:
@@ -644,7 +688,11 @@ class DefaultMessageStore:
         """Index one record's KEYS and UNIQ_KEY, read from its properties as the record holds them."""
         hashes = record_key_hashes(prefix, props)
         if hashes:
-            self.index_service.put_entries(hashes, [offset] * len(hashes), [store_timestamp] * len(hashes))
+            try:
+                self.index_service.put_entries(hashes, [offset] * len(hashes), [store_timestamp] * len(hashes))
+            except OSError as exc:
+                # The record is stored and queued: it stays readable, only unfindable by key.
+                log.error("build index error (a full disk?), keys of the record at %d not indexed: %s", offset, exc)
 
     # -- flushing ---------------------------------------------------------------------------
 
@@ -764,6 +812,7 @@ class DefaultMessageStore:
         if cq is None:
             cq = queues[queue_id] = ConsumeQueue(topic, queue_id, self._cq_root(),
                                                  self.config.mappedFileSizeConsumeQueue)
+            cq.queue.space_check = self._space_check
         return cq
 
     def _existing_cq(self, topic: str, queue_id: int) -> ConsumeQueue | None:
@@ -958,24 +1007,45 @@ class DefaultMessageStore:
                 del self.consume_queue_table[topic]
         return removed
 
+    def _disk_usage(self) -> tuple[int, int, int]:
+        """(total, used, free) bytes of the CommitLog's filesystem."""
+        total, used, free = shutil.disk_usage(self.config.commit_log_dir()
+                                              if os.path.isdir(self.config.commit_log_dir()) else self.root)
+        return total, used, free
 
     def disk_usage_ratio(self) -> float:
-        usage = shutil.disk_usage(self.config.commit_log_dir() if os.path.isdir(self.config.commit_log_dir())
-                                  else self.root)
-        return usage.used / usage.total if usage.total else 0.0
+        total, used, _ = self._disk_usage()
+        return used / total if total else 0.0
 
     def check_disk_space(self) -> float:
-        """Refresh the disk-full flag (puts are refused while usage is above the warning ratio)."""
-        ratio = self.disk_usage_ratio()
-        full = ratio > self.config.diskSpaceWarningLevelRatio
+        """Refresh the disk-full flag: puts are refused while usage is above the warning ratio, or
+        while less is free than a file whose creation failed wanted."""
+        total, used, free = self._disk_usage()
+        ratio = used / total if total else 0.0
+        warning = ratio > self.config.diskSpaceWarningLevelRatio
+        full = warning or free < self._space_needed
         if full != self.disk_full:
             if full:
                 log.error("physic disk maybe full soon, so reclaim space, %.2f, store will refuse new messages",
                           ratio)
             else:
                 log.info("physic disk space OK %.2f, store accepts messages again", ratio)
+        if warning:
+            self._disk_full_remark = (f"the disk is full: usage {ratio:.2f} above diskSpaceWarningLevelRatio "
+                                      f"{self.config.diskSpaceWarningLevelRatio}")
+        if not full:
+            self._space_needed = 0
         self.disk_full = full
         return ratio
+
+    def _space_check(self, needed: int) -> None:
+        """Before a new store file: refused (DiskFullError) on a disk above the warning ratio.
+        Not during recovery: the files it makes hold messages the log already has."""
+        if self.shutdown_flag:
+            return
+        self.check_disk_space()
+        if self.disk_full:
+            raise DiskFullError(self._disk_full_remark, needed)
 
     def _is_time_to_delete(self, now: dt.datetime) -> bool:
         return f"{now.hour:02d}" in {h.strip().zfill(2) for h in self.config.deleteWhen.split(";") if h.strip()}
@@ -1010,7 +1080,14 @@ class DefaultMessageStore:
             deleted += 1
         if deleted:
             removed = self.commit_log.queue.delete_first_files(deleted)
-            log.info("deleted %d expired commit log files: %s", deleted, [os.path.basename(m.path) for m in removed])
+            names = [os.path.basename(m.path) for m in removed]
+            if forced:
+                # Java's cleanAtOnce: files go whatever their age, unconsumed messages with them.
+                log.warning("disk usage above diskSpaceCleanForciblyRatio %.2f: forcibly deleted commit log files "
+                            "%s holding offsets [%d, %d)", cfg.diskSpaceCleanForciblyRatio, names,
+                            removed[0].file_from_offset, removed[-1].file_from_offset + removed[-1].file_size)
+            else:
+                log.info("deleted %d expired commit log files: %s", deleted, names)
             min_phy = self.commit_log.min_offset
             for queues in self.consume_queue_table.values():
                 for cq in queues.values():
@@ -1035,20 +1112,25 @@ def _zero_from(mf: MappedFile, pos: int) -> None:
     dirty what is left of a 1 GiB file, seconds of a recovery that found a 100 MB log. Where the
     file system cannot say where its holes are, everything from ``pos`` is zeroed."""
     size = mf.file_size
-    while pos < size:
-        try:
-            data = os.lseek(mf.fd, pos, os.SEEK_DATA)
-            hole = min(os.lseek(mf.fd, data, os.SEEK_HOLE), size) if data < size else size
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # no data past pos
-                return
-            data, hole = pos, size  # SEEK_DATA not supported here
-        except AttributeError:  # no SEEK_DATA on this platform
-            data, hole = pos, size
-        for start in range(data, hole, len(_ZERO_CHUNK)):
-            stop = min(start + len(_ZERO_CHUNK), hole)
-            mf.mm[start:stop] = _ZERO_CHUNK[:stop - start]
-        pos = hole
+    mm = mf.mapping()
+    fd = os.open(mf.path, os.O_RDONLY)  # for SEEK_DATA: mapped files keep no descriptor
+    try:
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+                hole = min(os.lseek(fd, data, os.SEEK_HOLE), size) if data < size else size
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # no data past pos
+                    return
+                data, hole = pos, size  # SEEK_DATA not supported here
+            except AttributeError:  # no SEEK_DATA on this platform
+                data, hole = pos, size
+            for start in range(data, hole, len(_ZERO_CHUNK)):
+                stop = min(start + len(_ZERO_CHUNK), hole)
+                mm[start:stop] = _ZERO_CHUNK[:stop - start]
+            pos = hole
+    finally:
+        os.close(fd)
 
 
 def _flush_queues(queues: list[ConsumeQueue]) -> None:

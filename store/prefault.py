@@ -118,7 +118,7 @@ class PageWarmer:
         assert madvise is not None
         base = mf.address()
         pos = start
-        while base is not None and pos < stop and mf.fd >= 0:
+        while base is not None and pos < stop and mf.mapped:
             length = min(_CALL_BYTES, stop - pos)
             if madvise(base + pos, length, self.advice) != 0:
                 err = ctypes.get_errno()
