@@ -23,6 +23,37 @@ def parse_overrides(options: list[str]) -> dict[str, str]:
     return props
 
 
+def raise_open_file_limit() -> None:
+    """The soft open-file limit raised to the hard one, both logged.
+
+    Every client connection and every mapped store file holds a descriptor (a mapping does before
+    Python 3.13), and a soft limit of 1,024 is a common default that a busy broker outgrows; the
+    hard limit is what the administrator allows. Java's launch scripts leave this to ``ulimit``;
+    a daemon that raises it itself cannot be started short of it by accident."""
+    try:
+        import resource  # POSIX only: Windows has no such limit
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    raised = soft
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            raised = hard
+        except (ValueError, OSError) as exc:  # macOS refuses an unlimited soft limit
+            log.warning("cannot raise the open-file limit from %s to %s: %s", soft, hard, exc)
+    log.info("open-file limit (RLIMIT_NOFILE): soft %s, hard %s (soft was %s at start)", _limit(raised),
+             _limit(hard), _limit(soft))
+
+
+def _limit(value: int) -> str:
+    try:
+        import resource
+    except ImportError:
+        return str(value)
+    return "unlimited" if value == resource.RLIM_INFINITY else str(value)
+
+
 def wait_for_stop_signal() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -38,6 +69,7 @@ async def serve_until_signalled(start: Callable[[], Awaitable[None]], shutdown: 
                                 boot_message: Callable[[], str]) -> None:
     """Start, print the boot line (tests and scripts wait for it on stdout), serve until
     SIGINT/SIGTERM, then shut down cleanly."""
+    raise_open_file_limit()
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
     await start()

@@ -13,6 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from rocketmq_py.remoting.acceptor import Acceptor
 from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
 from rocketmq_py.remoting.exceptions import AddressInUseError
@@ -60,7 +61,8 @@ class RemotingServer:
         self.processors = ProcessorTable()
         self.connections: set[RemotingConnection] = set()
         self._events = _ServerEvents(self)
-        self._server: asyncio.base_events.Server | None = None
+        self._acceptor: Acceptor | None = None
+        self._server: asyncio.base_events.Server | None = None  # where the loop has no add_reader (Windows)
         self._housekeeping: asyncio.Task[None] | None = None
 
     def register_processor(self, code: int, processor: RequestProcessor | ProcessorFunc,
@@ -74,6 +76,8 @@ class RemotingServer:
     @property
     def port(self) -> int:
         """The bound port (useful when the config asked for port 0)."""
+        if self._acceptor is not None:
+            return self._acceptor.port
         if self._server is None or not self._server.sockets:
             raise RuntimeError("server is not listening")
         return int(self._server.sockets[0].getsockname()[1])
@@ -82,11 +86,17 @@ class RemotingServer:
         loop = asyncio.get_running_loop()
         cfg = self.config
         poller = busy_poller(cfg.busy_poll_max_micros, loop)
+
+        def factory() -> RemotingConnection:
+            return RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size, poller=poller)
+
+        acceptor = Acceptor(factory)
         try:
-            self._server = await loop.create_server(
-                lambda: RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size,
-                                           poller=poller),
-                cfg.host, cfg.port, reuse_address=True)
+            try:
+                await acceptor.start(cfg.host, cfg.port)
+                self._acceptor = acceptor
+            except NotImplementedError:  # a proactor loop: its own accept loop, without the EMFILE refusal
+                self._server = await loop.create_server(factory, cfg.host, cfg.port, reuse_address=True)
         except OSError as exc:
             raise AddressInUseError.check(exc, cfg.host, cfg.port) from None
         self._housekeeping = loop.create_task(self._housekeep())
@@ -105,9 +115,12 @@ class RemotingServer:
 
     async def close(self) -> None:
         """Stop accepting, let running handlers finish (bounded), then close every connection."""
-        if self._server is None:
+        if self._server is None and self._acceptor is None:
             return
-        self._server.close()
+        if self._acceptor is not None:
+            await self._acceptor.close()
+        if self._server is not None:
+            self._server.close()
         if self._housekeeping:
             self._housekeeping.cancel()
         await self.processors.drain(self.config.shutdown_grace)
@@ -116,5 +129,6 @@ class RemotingServer:
             conn.close("server shutdown")
         for conn in conns:
             await conn.wait_closed()
-        await self._server.wait_closed()
-        self._server = None
+        if self._server is not None:
+            await self._server.wait_closed()
+        self._server = self._acceptor = None

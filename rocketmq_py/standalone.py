@@ -21,7 +21,7 @@ from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.cli import fail, main_entry, one_line
-from rocketmq_py.remoting.daemon import parse_overrides, wait_for_stop_signal
+from rocketmq_py.remoting.daemon import parse_overrides, raise_open_file_limit, wait_for_stop_signal
 from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.logsetup import default_log_dir, setup_logging
 from rocketmq_py.remoting.loop import run
@@ -149,6 +149,7 @@ def main(
     except ConfigError as exc:
         fail("mqstandalone", exc, "check -o: it takes the broker and store keys `mqbroker -p` prints", 2)
     setup_logging("standalone", log_level, default_log_dir(home))
+    raise_open_file_limit()
     try:
         run(_serve(host, port, broker_setup, home, demo_only, metrics_port))
     except AddressInUseError as exc:
