@@ -246,11 +246,17 @@ class MappedFile:
         call: one kept per file would be one per ConsumeQueue file."""
         end = self.wrote_position if up_to is None else min(up_to, self.wrote_position)
         if end > self.flushed_position:
-            fd = os.open(self.path, os.O_RDWR)
             try:
-                _datasync(fd)
-            finally:
-                os.close(fd)
+                fd = os.open(self.path, os.O_RDWR)
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                self.mapping().flush()  # out of descriptors: msync, which needs none (and holds the GIL)
+            else:
+                try:
+                    _datasync(fd)
+                finally:
+                    os.close(fd)
             # Two group-commit flushes may run at once: the position only moves forward.
             self.flushed_position = max(self.flushed_position, end)
         return self.flushed_position

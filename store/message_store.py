@@ -774,7 +774,11 @@ class DefaultMessageStore:
             thorough = time.monotonic() - self._last_flush >= cfg.flushCommitLogThoroughInterval / 1000
             if thorough or self.commit_log.queue.dirty_bytes() >= cfg.flushCommitLogLeastPages * 4096:
                 ts = self.commit_log.last_store_timestamp
-                await asyncio.to_thread(self.commit_log.queue.flush)
+                try:
+                    await asyncio.to_thread(self.commit_log.queue.flush)
+                except OSError as exc:  # retried next round: the service must outlive a bad moment
+                    log.error("flush commit log failed: %s", exc)
+                    continue
                 self._after_commit_log_flush(ts)
 
     def _after_commit_log_flush(self, store_timestamp: int) -> None:
@@ -791,7 +795,11 @@ class DefaultMessageStore:
             await asyncio.sleep(cfg.flushIntervalConsumeQueue / 1000)
             ts = self.commit_log.last_store_timestamp
             queues = [cq for qs in self.consume_queue_table.values() for cq in qs.values()]
-            await asyncio.to_thread(_flush_queues, queues)
+            try:
+                await asyncio.to_thread(_flush_queues, queues)
+            except OSError as exc:
+                log.error("flush consume queues failed: %s", exc)
+                continue
             if time.monotonic() - last_thorough >= cfg.flushConsumeQueueThoroughInterval / 1000:
                 last_thorough = time.monotonic()
                 await asyncio.to_thread(self.index_service.flush)
@@ -1055,7 +1063,10 @@ class DefaultMessageStore:
         # tests with a short interval see the disk flag move.
         while True:
             await asyncio.sleep(self.config.cleanResourceInterval / 1000)
-            await self.clean_resources()
+            try:
+                await self.clean_resources()
+            except OSError as exc:  # out of descriptors, say: the next round tries again
+                log.error("clean resources failed: %s", exc)
 
     async def clean_resources(self, now: dt.datetime | None = None) -> int:
         """One retention round: expired CommitLog files, then the queues and index behind them."""

@@ -125,8 +125,10 @@ async def start(daemons: DaemonSet, *options: str) -> tuple[Daemon, RemotingClie
     ns = daemons.namesrv()
     broker = daemons.broker(ns.addr, *STORE_OPTIONS, *options)
     client = RemotingClient()
-    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
-               {"topic": TOPIC, "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES), "perm": "6"})
+    created = await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+                         {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES),
+                          "writeQueueNums": str(QUEUES), "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    assert created.code == ResponseCode.SUCCESS, created.remark
     return broker, client
 
 
