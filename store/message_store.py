@@ -499,9 +499,13 @@ class DefaultMessageStore:
 
     def _reserve_run(self, entries: Sequence[RunEntry]) -> None:
         count = len(entries)  # a bound on any one queue's share of the run
+        seen = set()
         for entry in entries:
             if entry[6] & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                self._reserve_queue(entry[0], entry[1], count)
+                key = entry[0], entry[1]
+                if key not in seen:
+                    seen.add(key)
+                    self._reserve_queue(key[0], key[1], count)
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
         result = self.append_message(msg)

@@ -1,0 +1,114 @@
+"""The store when files cannot be made (a full disk, no descriptors) and with many small files."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketmq_py.store import mapped_file
+from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, PutMessageStatus
+from tests.store_helpers import STORE_HOST, batch, message, small_config
+
+
+def _refusing(errno_value: int, refuse: list[bool]):  # type: ignore[no-untyped-def]
+    real = mapped_file.create_reserved
+
+    def create(path: str, size: int) -> None:
+        if refuse[0]:
+            raise OSError(errno_value, os.strerror(errno_value), path)
+        real(path, size)
+    return create
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["single", "batch", "run"]), min_size=4, max_size=40),
+       full_at=st.lists(st.booleans(), min_size=40, max_size=40),
+       code=st.sampled_from([errno.ENOSPC, errno.EMFILE]))
+async def test_refused_file_creation_changes_nothing(tmp_path_factory: pytest.TempPathFactory,
+                                                     monkeypatch: pytest.MonkeyPatch, kinds: list[str],
+                                                     full_at: list[bool], code: int) -> None:
+    """Puts of every kind while file creation fails now and then: each is either acknowledged and
+    read back at its queue offset, or refused with nothing stored (no queue offset taken, no
+    record in the log), before and after a restart."""
+    root = str(tmp_path_factory.mktemp("full"))
+    refuse = [False]
+    monkeypatch.setattr(mapped_file, "create_reserved", _refusing(code, refuse))
+    # ConsumeQueue files of 5 units and CommitLog files of 4 KiB: most puts need a new file.
+    cfg = small_config(root, mappedFileSizeConsumeQueue=100, mappedFileSizeCommitLog=4096,
+                       messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    acked: dict[tuple[int, int], bytes] = {}
+    seq = 0
+    for kind, full in zip(kinds, full_at, strict=False):
+        refuse[0] = full
+        qid = seq % 3
+        max_before, queued_before = store.get_max_phy_offset(), dict(store.commit_log.topic_queue_table)
+        bodies = [f"m{seq + i}".encode() * 20 for i in range(3 if kind != "single" else 1)]
+        if kind == "single":
+            r = store.append_message(message("Full", bodies[0], queue_id=qid))
+        elif kind == "batch":
+            r = store.append_messages(batch("Full", bodies, queue_id=qid))
+        else:
+            r = store.append_run([("Full", qid, b, 0, b"", 0, 0, 0, 0, 0) for b in bodies], STORE_HOST, STORE_HOST)
+        seq += len(bodies)
+        if r.ok:
+            assert r.append_result is not None
+            for i, body in enumerate(bodies):
+                acked[(qid, r.append_result.logics_offset + i)] = body
+        else:
+            expected = PutMessageStatus.SERVICE_NOT_AVAILABLE if code == errno.ENOSPC else \
+                PutMessageStatus.CREATE_MAPEDFILE_FAILED
+            assert r.status == expected and r.remark, r
+            assert store.get_max_phy_offset() == max_before and store.commit_log.topic_queue_table == queued_before
+            store.disk_full = False  # the disk is not really full: let the next put try again
+            store._space_needed = 0
+    refuse[0] = False
+    for restart in (False, True):
+        if restart:
+            await store.shutdown()
+            store = DefaultMessageStore(cfg)
+            await store.load()
+            await store.start()
+        for (qid, offset), body in acked.items():
+            got = store.get_message("g", "Full", qid, offset, 1)
+            assert got.status == GetMessageStatus.FOUND, (qid, offset, got.status, restart)
+            assert body in got.buffers[0]
+        for qid in range(3):
+            assert store.get_max_offset_in_queue("Full", qid) == len([k for k in acked if k[0] == qid])
+    await store.shutdown()
+
+
+async def test_many_small_files_hold_few_descriptors(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the mapping budget, full and flushed files are unmapped and mapped again when read."""
+    mappings = mapped_file._Mappings()
+    mappings.limit = 64
+    mappings._next_scan = 64
+    monkeypatch.setattr(mapped_file, "MAPPINGS", mappings)
+    cfg = small_config(str(tmp_path), mappedFileSizeConsumeQueue=100, mappedFileSizeCommitLog=4096)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    for i in range(600):  # 120 ConsumeQueue files per queue, ~100 CommitLog files
+        assert store.append_message(message("Small", b"x" * 100, queue_id=i % 5)).ok
+        if i % 50 == 0:
+            store._flush_all()
+    store._flush_all()
+    assert store.append_message(message("Small", b"y", queue_id=0)).ok  # a new mapping: over budget, released
+    assert len(mappings.open) <= 64 + 64 // 8 + 10, len(mappings.open)
+    for i in range(600):
+        got = store.get_message("g", "Small", i % 5, i // 5, 1)
+        assert got.status == GetMessageStatus.FOUND, (i, got.status)
+    await store.shutdown()
+    assert not mappings.open
+    store = DefaultMessageStore(cfg)  # loaded lazily: only the files being written are mapped
+    await store.load()
+    assert len(mappings.open) <= 64 + 64 // 8 + 10, len(mappings.open)
+    assert store.get_message("g", "Small", 3, 0, 1).status == GetMessageStatus.FOUND
+    await store.start()
+    await store.shutdown()
