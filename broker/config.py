@@ -69,6 +69,12 @@ class BrokerConfig(BaseModel):
     pullHoldCheckInterval: int = 5000
     # Orderly-consumption locks expire this long after their holder's last renewal.
     rebalanceLockMaxLiveTime: int = 60000
+    # Plain ACL (docs/acl.md): every request checked against the accounts of aclPlainFile, a
+    # path under rocketmqHome unless absolute (Java's rocketmq.acl.plain.file property), which
+    # is re-read when it changes, checked every aclWatchInterval ms (Java: a fixed 5 s).
+    aclEnable: bool = False
+    aclPlainFile: str = "conf/plain_acl.yml"
+    aclWatchInterval: int = 5000
     # Prometheus metrics over HTTP on this port (0: any free port); -1, the default, is off.
     metricsPort: int = -1
 

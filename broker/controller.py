@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 
+from rocketmq_py.broker.acl.plain_access_validator import PlainAccessValidator
 from rocketmq_py.broker.client_housekeeping import ClientHousekeepingService, notify_consumer_ids_changed
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.consumer_manager import ConsumerManager
@@ -95,6 +96,11 @@ class BrokerController:
         self.fast_server = RemotingServer(self.server_config.to_server_config(port=self._fast_port()),
                                           self.housekeeping)
         self._register_processors()
+        self.access_validator: PlainAccessValidator | None = None
+        if cfg.aclEnable:
+            self.access_validator = PlainAccessValidator.from_config(cfg.rocketmqHome, cfg.aclPlainFile,
+                                                                     cfg.aclWatchInterval)
+            self.access_validator.install(self.remoting_server, self.fast_server)
         self.outer_api = BrokerOuterAPI()
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wakeup: asyncio.Event | None = None
@@ -158,6 +164,8 @@ class BrokerController:
             self.fast_server.config.port = 0
             await self.fast_server.start()
         self.pull_hold.start()
+        if self.access_validator is not None:
+            self.access_validator.start()
         if self.store_config.brokerRole is not BrokerRole.SLAVE:
             # Only a master delivers delayed messages and checks back half messages: a slave's
             # queues are copies (Java starts both on becoming master).
@@ -243,6 +251,8 @@ class BrokerController:
                 brokerName=cfg.brokerName, brokerAddr=self.broker_addr, clusterName=cfg.brokerClusterName,
                 brokerId=cfg.brokerId), 3.0)
         await self.outer_api.close()
+        if self.access_validator is not None:
+            self.access_validator.shutdown()
         await self.transaction_check_service.shutdown()
         await self.pull_hold.shutdown()
         await self.remoting_server.close()

@@ -30,5 +30,10 @@ class NamesrvConfig(BaseModel):
     # fixed at 10 s and 120 s; settable here so tests need not wait two minutes).
     scanNotActiveBrokerInterval: int = 10000
     brokerChannelExpiredTime: int = 120000
+    # Plain ACL as on the broker (docs/acl.md); RocketMQ 4.9's NameServer has none, so this is
+    # rocketmq-py's own, off by default. Same file format and keys as BrokerConfig's.
+    aclEnable: bool = False
+    aclPlainFile: str = "conf/plain_acl.yml"
+    aclWatchInterval: int = 5000
     # Prometheus metrics over HTTP on this port (0: any free port); -1, the default, is off.
     metricsPort: int = -1

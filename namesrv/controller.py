@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from rocketmq_py.broker.acl.plain_access_validator import PlainAccessValidator
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.kv_config import KVConfigManager
 from rocketmq_py.namesrv.processor import DefaultRequestProcessor
@@ -47,6 +48,12 @@ class NamesrvController:
         self.remoting_server = RemotingServer(self.server_config.to_server_config(),
                                               BrokerHousekeepingService(self.route_info_manager))
         DefaultRequestProcessor(self).register(self.remoting_server)
+        cfg = self.namesrv_config
+        self.access_validator: PlainAccessValidator | None = None
+        if cfg.aclEnable:
+            self.access_validator = PlainAccessValidator.from_config(cfg.rocketmqHome, cfg.aclPlainFile,
+                                                                     cfg.aclWatchInterval)
+            self.access_validator.install(self.remoting_server)
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -57,6 +64,8 @@ class NamesrvController:
     async def start(self) -> None:
         self.kv_config_manager.load()
         await self.remoting_server.start()
+        if self.access_validator is not None:
+            self.access_validator.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._scan_not_active_broker()), loop.create_task(self._print_kv())]
 
@@ -97,4 +106,6 @@ class NamesrvController:
     async def shutdown(self) -> None:
         for task in self._tasks:
             task.cancel()
+        if self.access_validator is not None:
+            self.access_validator.shutdown()
         await self.remoting_server.close()

@@ -55,6 +55,9 @@ class RequestProcessor:
 
 
 ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], ProcessorResult]
+# A check run before every request's processor (ACL): None lets the request through, a command
+# is the refusal answered instead, and the processor never runs.
+AccessCheck = Callable[["RemotingConnection", RemotingCommand], RemotingCommand | None]
 ManyFunc = Callable[["RemotingConnection", list[RemotingCommand]], list[ProcessorResult]]
 
 
@@ -106,6 +109,9 @@ class ProcessorTable:
         # Every SYSTEM_ERROR answer (a body or header that cannot be read, a handler's failure)
         # is logged here, for every processor, rate-limited per code and address.
         self.refusals = RefusalLog(log)
+        # Java's server RPC hooks' doBeforeRequest, in the one place every request passes: set
+        # by a daemon with aclEnable=true (broker/acl/plain_access_validator.py).
+        self.access_check: AccessCheck | None = None
 
     def register(self, code: int, processor: RequestProcessor | ProcessorFunc,
                  max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
@@ -138,6 +144,12 @@ class ProcessorTable:
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
+        check = self.access_check
+        if check is not None:
+            refusal = check(conn, request)
+            if refusal is not None:
+                _answer(conn, request, refusal, self.refusals)
+                return
         if (row.rejects is not None or row.in_flight >= row.limit) and not self._admitted(row, conn, request):
             return
         try:
@@ -151,7 +163,12 @@ class ProcessorTable:
 
     def dispatch_all(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> None:
         """The requests of one read, in order: each run of one code goes to its processor's
-        ``process_requests`` when it has one, the rest to ``dispatch``."""
+        ``process_requests`` when it has one, the rest to ``dispatch``. Under an access check
+        every request is dispatched alone, so each is checked before its processor runs."""
+        if self.access_check is not None:
+            for request in requests:
+                self.dispatch(conn, request)
+            return
         rows = self._rows
         i, n = 0, len(requests)
         while i < n:
