@@ -20,6 +20,7 @@ from rocketmq_py.client.transaction_producer import (
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketmq_py.remoting.acl import SessionCredentials
 
 __all__ = [
     "Admin",
@@ -40,6 +41,7 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

@@ -13,6 +13,7 @@ from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError
 from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
 from rocketmq_py.client.running_info import ConsumerRunningInfo
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.properties import parse_properties
@@ -42,8 +43,10 @@ class TopicOffset:
 
 
 class Admin:
-    def __init__(self, namesrv_addr: str | None = None, *, timeout: float = 5.0, instance_name: str = "admin") -> None:
-        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+    def __init__(self, namesrv_addr: str | None = None, *, timeout: float = 5.0, instance_name: str = "admin",
+                 session_credentials: SessionCredentials | None = None) -> None:
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
+                                   session_credentials=session_credentials)
         self.timeout = timeout
         self._instance: MQClientInstance | None = None
 

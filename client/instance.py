@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError, NoRouteError
+from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
 from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.remoting.client import RemotingClient
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
@@ -49,6 +50,9 @@ class ClientConfig:
     # How long the event loop may keep polling after a read before it sleeps, in microseconds
     # (remoting/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
+    # An ACL account: every request this client writes, to NameServers and brokers, is signed
+    # with it (Java's AclClientRPCHook); None sends unsigned requests.
+    session_credentials: SessionCredentials | None = None
 
     def namesrv_addrs(self) -> list[str]:
         addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
@@ -97,6 +101,8 @@ class MQClientInstance:
         self._route_lookups: dict[str, asyncio.Future[TopicRouteData]] = {}
         self._started = False
         self.remoting.config.busy_poll_max_micros = self.config.busy_poll_max_micros
+        if self.config.session_credentials is not None:
+            self.remoting.rpc_hooks.append(AclClientRPCHook(self.config.session_credentials))
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
@@ -341,25 +347,29 @@ class MQClientInstance:
 class MQClientManager:
     """One instance per client id, shared by the producers and consumers that use it."""
 
-    _instances: dict[str, MQClientInstance] = {}
-    _users: dict[str, int] = {}
+    # Keyed by client id and credentials: clients of one instance name that sign as different
+    # accounts must not share connections whose requests one account signs.
+    _instances: dict[tuple[str, SessionCredentials | None], MQClientInstance] = {}
+    _users: dict[tuple[str, SessionCredentials | None], int] = {}
 
     @classmethod
     async def acquire(cls, config: ClientConfig) -> MQClientInstance:
         client_id = build_client_id(config.instance_name)
-        instance = cls._instances.get(client_id)
+        key = (client_id, config.session_credentials)
+        instance = cls._instances.get(key)
         if instance is None:
-            instance = cls._instances[client_id] = MQClientInstance(config, client_id)
-        cls._users[client_id] = cls._users.get(client_id, 0) + 1
+            instance = cls._instances[key] = MQClientInstance(config, client_id)
+        cls._users[key] = cls._users.get(key, 0) + 1
         await instance.start()
         return instance
 
     @classmethod
     async def release(cls, instance: MQClientInstance) -> None:
-        left = cls._users.get(instance.client_id, 1) - 1
+        key = (instance.client_id, instance.config.session_credentials)
+        left = cls._users.get(key, 1) - 1
         if left <= 0:
-            cls._users.pop(instance.client_id, None)
-            cls._instances.pop(instance.client_id, None)
+            cls._users.pop(key, None)
+            cls._instances.pop(key, None)
             await instance.shutdown()
         else:
-            cls._users[instance.client_id] = left
+            cls._users[key] = left

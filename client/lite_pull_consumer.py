@@ -38,6 +38,7 @@ from rocketmq_py.client.running_info import (
     process_queue_info,
 )
 from rocketmq_py.client.validators import check_group
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -143,9 +144,11 @@ class LitePullConsumer:
                  consume_timestamp: int | None = None, message_model: MessageModel = MessageModel.CLUSTERING,
                  pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
                  rebalance_interval: float = 20.0,
-                 allocate_strategy: AllocateMessageQueueStrategy | str | None = None) -> None:
+                 allocate_strategy: AllocateMessageQueueStrategy | str | None = None,
+                 session_credentials: SessionCredentials | None = None) -> None:
         self.group = group
-        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
+                                   session_credentials=session_credentials)
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval

@@ -38,6 +38,7 @@ from rocketmq_py.client.validators import (
     check_send_topic,
     check_user_properties,
 )
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -105,9 +106,11 @@ class Producer:
                  instance_name: str = "DEFAULT", send_msg_timeout: float = 3.0, retry_times_when_send_failed: int = 2,
                  compress_msg_body_over: int = 4096, max_message_size: int = 4 * 1024 * 1024,
                  default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
-                 send_latency_fault_enable: bool = False) -> None:
+                 send_latency_fault_enable: bool = False,
+                 session_credentials: SessionCredentials | None = None) -> None:
         self.group = group
-        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name)
+        self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
+                                   session_credentials=session_credentials)
         self.send_msg_timeout = send_msg_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_msg_body_over = compress_msg_body_over

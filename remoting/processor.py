@@ -129,6 +129,10 @@ class ProcessorTable:
         if self._default is not None:
             self._default.processor = wrap(None, self._default.processor)
 
+    def codes(self) -> set[int]:
+        """The request codes with a row of their own (the default row aside)."""
+        return set(self._rows)
+
     def processor_for(self, code: int) -> RequestProcessor | None:
         row = self._rows.get(code) or self._default
         return row.processor if row else None
