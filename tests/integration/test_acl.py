@@ -29,6 +29,7 @@ from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
+from tests.integration.cli import run_cli
 from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_for_async, wait_until
 
@@ -265,3 +266,28 @@ def test_bad_acl_file_stops_the_broker(daemons: DaemonSet, tmp_path: Path) -> No
     with pytest.raises(RuntimeError, match="cannot read ACL file"):
         daemons.broker(ns.addr, "aclEnable=true", f"aclPlainFile={os.path.join(str(tmp_path), 'missing.yml')}",
                        name="broker-b")
+
+
+def test_mqadmin_signs_with_ak_sk_or_tools_yml(daemons: DaemonSet, tmp_path: Path) -> None:
+    acl = _acl_file(tmp_path)
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "aclEnable=true", f"aclPlainFile={acl}")
+    bare_home = tmp_path / "bare-home"
+    bare_home.mkdir()
+    update = ("updateTopic", "-t", "MqadminAclTopic", "-b", broker.addr, "-n", ns.addr)
+    env = {"ROCKETMQ_HOME": str(bare_home)}
+    run_cli("mqadmin", *update, env=env).failed_with_one_line("No accessKey is configured")
+    run_cli("mqadmin", *update, "--ak", "weak-ak1", "--sk", "weak-secret", env=env).failed_with_one_line(
+        "Need admin permission for request code=17, but accessKey=weak-ak1 is not")
+    run_cli("mqadmin", *update, "--ak", "admin-ak", "--sk", "wrong-secret", env=env).failed_with_one_line(
+        "Check signature failed for accessKey=admin-ak")
+    run_cli("mqadmin", *update, "--ak", "admin-ak", env=env).failed_with_one_line("--ak and --sk go together")
+    run_cli("mqadmin", *update, "--ak", "admin-ak", "--sk", "admin-secret", env=env).ok()
+    # Java's mqadmin reads its account from $ROCKETMQ_HOME/conf/tools.yml
+    tools_home = tmp_path / "tools-home"
+    (tools_home / "conf").mkdir(parents=True)
+    (tools_home / "conf" / "tools.yml").write_text("accessKey: admin-ak\nsecretKey: admin-secret\n")
+    run_cli("mqadmin", "updateTopic", "-t", "MqadminAclTopic2", "-b", broker.addr, "-n", ns.addr,
+            env={"ROCKETMQ_HOME": str(tools_home)}).ok()
+    routes = run_cli("mqadmin", "topicList", "-n", ns.addr, "--json", env=env).ok().json()
+    assert {"MqadminAclTopic", "MqadminAclTopic2"} <= set(json.dumps(routes).replace('"', " ").split())

@@ -8,7 +8,9 @@ they can grep, so errors here are ``mqadmin <command>: <reason>`` and exit 1.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import inspect
 import json
 import os
 import sys
@@ -23,6 +25,7 @@ from rich.table import Table
 
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.tools.cli import NamesrvOption, main_entry, one_line
 
@@ -33,6 +36,41 @@ T = TypeVar("T")
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of a table (for scripts)")
 
 ADMIN_TIMEOUT = 5.0
+
+# The ACL account of this run: --ak/--sk on any command, else ROCKETMQ_HOME/conf/tools.yml's
+# accessKey and secretKey (where Java's mqadmin reads them, AclUtils.getAclRPCHook).
+_credentials: contextvars.ContextVar[SessionCredentials | None] = contextvars.ContextVar("mqadmin_credentials",
+                                                                                      default=None)
+TOOLS_FILE = os.path.join("conf", "tools.yml")
+
+
+def tools_file_credentials() -> SessionCredentials | None:
+    """The account of ``$ROCKETMQ_HOME/conf/tools.yml``; None when there is no such file or it
+    names no account (Java then sends unsigned requests too)."""
+    home = os.environ.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    path = os.path.join(home, TOOLS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            import yaml  # imported only when the file exists
+
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read {path}: {one_line(exc)}") from None
+    if not isinstance(data, dict) or not data.get("accessKey") or not data.get("secretKey"):
+        return None
+    return SessionCredentials(str(data["accessKey"]), str(data["secretKey"]))
+
+
+def _session_credentials(access_key: str | None, secret_key: str | None) -> SessionCredentials | None:
+    if access_key is None and secret_key is None:
+        return tools_file_credentials()
+    if not access_key or not secret_key:
+        raise CommandError("--ak and --sk go together: pass both (an ACL account's accessKey and secretKey)")
+    return SessionCredentials(access_key, secret_key)
 
 
 class CommandError(Exception):
@@ -50,10 +88,19 @@ def run_admin(namesrv: str | None, job: Callable[[Admin], Awaitable[T]]) -> T:
         raise CommandError("no NameServer address: pass -n host:port or set NAMESRV_ADDR")
 
     async def main() -> T:
-        async with Admin(namesrv, timeout=ADMIN_TIMEOUT, instance_name=f"mqadmin-{os.getpid()}") as admin:
+        async with Admin(namesrv, timeout=ADMIN_TIMEOUT, instance_name=f"mqadmin-{os.getpid()}",
+                         session_credentials=_credentials.get()) as admin:
             return await job(admin)
 
     return asyncio.run(main())
+
+
+_ACL_PARAMETERS = [
+    inspect.Parameter("access_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                      default=typer.Option(None, "--ak", help="ACL accessKey to sign requests with")),
+    inspect.Parameter("secret_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                      default=typer.Option(None, "--sk", help="ACL secretKey of --ak")),
+]
 
 
 def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
@@ -62,8 +109,13 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> None:
+            access_key, secret_key = kwargs.pop("access_key", None), kwargs.pop("secret_key", None)
             try:
-                fn(*args, **kwargs)
+                token = _credentials.set(_session_credentials(access_key, secret_key))
+                try:
+                    fn(*args, **kwargs)
+                finally:
+                    _credentials.reset(token)
             except typer.Exit:
                 raise
             except (CommandError, MQClientError, RemotingError, OSError, TimeoutError, ValueError) as exc:
@@ -73,6 +125,9 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
                 typer.echo(f"mqadmin {name}: {type(exc).__name__}: {one_line(exc)}", err=True)
                 raise typer.Exit(1) from None
 
+        # Every command takes the ACL account's flags, without each command declaring them.
+        sig = inspect.signature(fn)
+        run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *_ACL_PARAMETERS])  # type: ignore[attr-defined]
         return app.command(name, help=help_text)(run)
 
     return wrap
