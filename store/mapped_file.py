@@ -27,9 +27,9 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
 _WARM_CHUNK = bytes(1 << 20)
 # Errors of a reservation that mean the disk (or the user's quota) is full.
-DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 # posix_fallocate's answers where the filesystem cannot reserve: the file stays sparse, as before.
-_NO_RESERVE_ERRNOS = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS})
+_NO_RESERVE_ERRNOS = frozenset({errno.EINVAL, getattr(errno, "EOPNOTSUPP", errno.EINVAL), errno.ENOSYS})
 # Python 3.13's mmap can leave the descriptor alone; before it, every mapping holds a dup of it.
 _MMAP_OPTIONS: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
 # What an unmapped file's ``mm`` is: a closed mapping, so ``mm.closed`` tells the state and a
