@@ -9,6 +9,7 @@ in the request, with the same reserved-time rule). docs/admin-codes.md lists the
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from typing import TYPE_CHECKING
@@ -100,13 +101,15 @@ class AdminStoreProcessor:
             body.subscriptionData = self.broker.consumer_manager.find_subscription_data(h.consumerGroup, h.topic)
             body.filterData = self._filter_data(h.consumerGroup, h.topic)
         count = max(min(h.count, MAX_QUERY_UNITS), 0)
-        units = cq.units_from(h.index, count * 20) if h.index >= cq.min_offset_in_queue else None
+        # At least one unit is read to learn whether the index exists; a count of 0 or less then
+        # answers no units, as Java's loop over ``count`` does.
+        units = cq.units_from(h.index, max(count, 1) * 20) if h.index >= cq.min_offset_in_queue else None
         if units is None:
             # Java answers SUCCESS without units, saying why in the remark.
             return request.response(remark=f"Index {h.index} of {h.queueId}@{h.topic} is not exist!",
                                     body=body.encode())
         body.queueData = [ConsumeQueueData(physicOffset=phy, physicSize=size, tagsCode=tags)
-                          for phy, size, tags in units]
+                          for phy, size, tags in itertools.islice(units, count)]
         return request.response(body=body.encode())
 
     async def clean_expired_consume_queue(self, conn: RemotingConnection, request: RemotingCommand

@@ -179,6 +179,9 @@ async def test_query_consume_queue(module_broker: Daemon, client: RemotingClient
     assert "subscriptionData" not in json.loads(r.body)
 
     r = await call(client, broker.addr, RequestCode.QUERY_CONSUME_QUEUE,
+                   {"topic": "CqTopic", "queueId": "0", "index": "2", "count": "0"})
+    assert (r.code, r.remark, json.loads(r.body)["queueData"]) == (ResponseCode.SUCCESS, None, [])
+    r = await call(client, broker.addr, RequestCode.QUERY_CONSUME_QUEUE,
                    {"topic": "CqTopic", "queueId": "0", "index": "99", "count": "1"})
     assert r.code == ResponseCode.SUCCESS and r.remark == "Index 99 of 0@CqTopic is not exist!"
     assert set(json.loads(r.body)) == {"maxQueueIndex", "minQueueIndex"}

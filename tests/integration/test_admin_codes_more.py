@@ -3,9 +3,13 @@ key against the Java classes (docs/admin-codes.md), and what each request does t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.protocol import json_body
@@ -260,3 +264,38 @@ async def test_view_broker_stats_data(module_broker: Daemon, client: RemotingCli
     r = await call(client, broker.addr, RequestCode.VIEW_BROKER_STATS_DATA,
                    {"statsName": "GROUP_GET_NUMS", "statsKey": "NoTopic@nogroup"})
     assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The stats <GROUP_GET_NUMS> <NoTopic@nogroup> not exist")
+
+
+_ADMIN_CODES = [RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, RequestCode.QUERY_CONSUME_QUEUE,
+                RequestCode.GET_BROKER_CONSUME_STATS, RequestCode.QUERY_CONSUME_TIME_SPAN,
+                RequestCode.QUERY_CORRECTION_OFFSET, RequestCode.CLONE_GROUP_OFFSET,
+                RequestCode.CONSUME_MESSAGE_DIRECTLY, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                RequestCode.GET_ALL_PRODUCER_INFO, RequestCode.VIEW_BROKER_STATS_DATA,
+                RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, RequestCode.RESUME_CHECK_HALF_MESSAGE,
+                RequestCode.GET_BROKER_RUNTIME_INFO, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+                RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG]
+_FIELD_NAMES = ["topic", "queueId", "index", "count", "consumerGroup", "isOrder", "group", "compareGroup",
+                "filterGroups", "srcGroup", "destGroup", "offline", "msgId", "clientId", "clientAddr", "statsName",
+                "statsKey"]
+_values = st.one_of(st.text(max_size=12), st.integers().map(str), st.sampled_from(["BadTopic", "-1", "99999999999",
+                                                                                     "true", "", "BadTopic@g"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(code=st.sampled_from(_ADMIN_CODES), fields=st.dictionaries(st.sampled_from(_FIELD_NAMES), _values),
+       body=st.one_of(st.none(), st.binary(max_size=16)))
+def test_any_admin_request_is_answered_and_changes_nothing(module_broker: Daemon, code: int,
+                                                           fields: dict[str, str], body: bytes | None) -> None:
+    async def ask() -> tuple[RemotingCommand, int]:
+        c = RemotingClient()
+        try:
+            await create_topic(c, module_broker.addr, "BadTopic", 1)
+            r = await call(c, module_broker.addr, code, fields, body)
+            return r, await _max_offset(c, module_broker, "BadTopic", 0)
+        finally:
+            await c.close()
+
+    answer, max_offset = asyncio.run(ask())
+    assert answer.code == ResponseCode.SUCCESS or answer.remark, (code, fields, answer)
+    assert max_offset == 0, "no admin request stores a message in another topic"
+    assert module_broker.alive()
