@@ -2,7 +2,8 @@
 
 Each test uses fresh topic and group names (``names``), so tests of a module share the daemons
 without seeing each other's messages. The retry and delay levels are shortened
-(``messageDelayLevel``) so RECONSUME_LATER and delay tests take seconds, not minutes.
+(``messageDelayLevel``) so RECONSUME_LATER and delay tests take seconds, not minutes; property
+filters are on for the SQL92 consumers.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     ds = DaemonSet(str(tmp_path_factory.mktemp("interop-daemons")))
     try:
         ns = ds.namesrv()
-        broker = ds.broker(ns.addr, f"messageDelayLevel={DELAY_LEVELS}")
+        broker = ds.broker(ns.addr, f"messageDelayLevel={DELAY_LEVELS}", "enablePropertyFilter=true")
         yield Cluster(ns, broker)
     finally:
         codes = ds.stop_all()

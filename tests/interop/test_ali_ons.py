@@ -34,36 +34,21 @@ import hashlib
 import time
 import zlib
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from rocketmq_py.client import Admin
-from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.daemons import Daemon
 from tests.interop.ali_ons import Event, NodeScript, Scripts, body, fresh
+from tests.interop.conftest import Cluster
 from tests.waiting import wait_for_async
-
-# A retry waits for delay level 3 + reconsumeTimes: short levels keep it to a second.
-LEVELS = "1s 2s 1s " + " ".join(["1s"] * 15)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    """One NameServer and one broker for the module; every test uses its own topics and groups."""
-    ds = DaemonSet(str(tmp_path_factory.mktemp("ali-ons")))
-    try:
-        ns = ds.namesrv()
-        broker = ds.broker(ns.addr, f"messageDelayLevel={LEVELS}", "enablePropertyFilter=true")
-        yield ns, broker
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), f"daemons did not shut down cleanly: {codes}"
 
 
 @pytest.fixture
-async def scripts(cluster: tuple[Daemon, Daemon], tmp_path: str) -> AsyncIterator[Scripts]:
-    s = Scripts(str(tmp_path), cluster[0].addr)
+async def scripts(cluster: Cluster, tmp_path: str) -> AsyncIterator[Scripts]:
+    s = Scripts(str(tmp_path), cluster.namesrv_addr)
     try:
         yield s
     finally:
@@ -101,8 +86,8 @@ def by_key(events: list[Event]) -> dict[str, Event]:
     return table
 
 
-async def test_sync_sends_and_pull_to_no_new_msg(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
-    ns, _ = cluster
+async def test_sync_sends_and_pull_to_no_new_msg(cluster: Cluster, scripts: Scripts) -> None:
+    ns = cluster.namesrv
     topic, group = fresh("ons_send"), fresh("ons_pg")
     await create_topic(ns, topic)
     sequential = [message(topic, f"s{i}", "TagA" if i % 2 else "TagB", size=100 + i) for i in range(12)]
@@ -146,8 +131,8 @@ def no_client_errors(*consumers: NodeScript) -> None:
         assert "client_error" not in running, c.report()
 
 
-async def test_push_clustering_with_tag_filter(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
-    ns, _ = cluster
+async def test_push_clustering_with_tag_filter(cluster: Cluster, scripts: Scripts) -> None:
+    ns = cluster.namesrv
     topic, group = fresh("ons_tag"), fresh("ons_cg")
     await create_topic(ns, topic)
     messages = [message(topic, f"{tag}{i}", tag) for i in range(8) for tag in ("TagA", "TagB", "TagC")]
@@ -161,9 +146,9 @@ async def test_push_clustering_with_tag_filter(cluster: tuple[Daemon, Daemon], s
     no_client_errors(consumer)
 
 
-async def test_push_broadcasting_with_tag_filter(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
+async def test_push_broadcasting_with_tag_filter(cluster: Cluster, scripts: Scripts) -> None:
     """Both members of a broadcasting group receive every TagA message."""
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_bc"), fresh("ons_cg")
     await create_topic(ns, topic)
     messages = [message(topic, f"{tag}{i}", tag) for i in range(8) for tag in ("TagA", "TagB")]
@@ -180,8 +165,8 @@ async def test_push_broadcasting_with_tag_filter(cluster: tuple[Daemon, Daemon],
     no_client_errors(*members)
 
 
-async def test_two_consumers_of_one_group_split_the_queues(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
-    ns, _ = cluster
+async def test_two_consumers_of_one_group_split_the_queues(cluster: Cluster, scripts: Scripts) -> None:
+    ns = cluster.namesrv
     topic, group = fresh("ons_split"), fresh("ons_cg")
     await create_topic(ns, topic)
     a = await scripts.consumer(group, topic)
@@ -209,9 +194,9 @@ async def test_two_consumers_of_one_group_split_the_queues(cluster: tuple[Daemon
     no_client_errors(a, b)
 
 
-async def test_push_sql92_filter(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
+async def test_push_sql92_filter(cluster: Cluster, scripts: Scripts) -> None:
     """ali-ons does not filter SQL92 subscriptions itself: what arrives is what the broker chose."""
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_sql"), fresh("ons_cg")
     await create_topic(ns, topic)
     messages = [message(topic, f"m{i}", properties={"a": str(i)}) for i in range(12)]
@@ -226,8 +211,8 @@ async def test_push_sql92_filter(cluster: tuple[Daemon, Daemon], scripts: Script
     no_client_errors(consumer)
 
 
-async def test_sharding_key_sends_are_consumed_in_order(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
-    ns, _ = cluster
+async def test_sharding_key_sends_are_consumed_in_order(cluster: Cluster, scripts: Scripts) -> None:
+    ns = cluster.namesrv
     topic, group = fresh("ons_order"), fresh("ons_cg")
     await create_topic(ns, topic)
     # ali-ons picks queue ids[md5(key)[0:4] % n] but drops the choice when that id is 0 (`queueId ||
@@ -253,9 +238,9 @@ async def test_sharding_key_sends_are_consumed_in_order(cluster: tuple[Daemon, D
     no_client_errors(consumer)
 
 
-async def test_action_retry_redelivers_through_the_retry_topic(cluster: tuple[Daemon, Daemon],
+async def test_action_retry_redelivers_through_the_retry_topic(cluster: Cluster,
                                                                 scripts: Scripts) -> None:
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_retry"), fresh("ons_cg")
     await create_topic(ns, topic)
     messages = [message(topic, f"m{i}") for i in range(6)]
@@ -286,9 +271,9 @@ async def test_action_retry_redelivers_through_the_retry_topic(cluster: tuple[Da
     no_client_errors(consumer)
 
 
-async def test_delay_level(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> None:
+async def test_delay_level(cluster: Cluster, scripts: Scripts) -> None:
     """Level 2 is 2 s on the test broker: the delayed message arrives no sooner, the plain one at once."""
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_delay"), fresh("ons_cg")
     await create_topic(ns, topic)
     consumer = await scripts.consumer(group, topic)
@@ -306,10 +291,10 @@ async def test_delay_level(cluster: tuple[Daemon, Daemon], scripts: Scripts) -> 
 
 
 @pytest.mark.parametrize("size", [8 * 1024, 100 * 1024])
-async def test_compressed_body(cluster: tuple[Daemon, Daemon], scripts: Scripts, size: int) -> None:
+async def test_compressed_body(cluster: Cluster, scripts: Scripts, size: int) -> None:
     """ali-ons deflates bodies of 4 KiB or more: the broker stores the deflated bytes with the
     compressed flag and serves them so the consumer inflates the original."""
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_big"), fresh("ons_cg")
     await create_topic(ns, topic)
     messages = [message(topic, f"big{i}", size=size) for i in range(3)] + [message(topic, "small", size=1000)]
@@ -326,9 +311,9 @@ async def test_compressed_body(cluster: tuple[Daemon, Daemon], scripts: Scripts,
     no_client_errors(consumer)
 
 
-async def test_restarted_consumer_resumes_at_its_committed_offset(cluster: tuple[Daemon, Daemon],
+async def test_restarted_consumer_resumes_at_its_committed_offset(cluster: Cluster,
                                                                   scripts: Scripts) -> None:
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_resume"), fresh("ons_cg")
     await create_topic(ns, topic)
     first = [message(topic, f"a{i}") for i in range(12)]
@@ -351,12 +336,12 @@ async def test_restarted_consumer_resumes_at_its_committed_offset(cluster: tuple
 
 
 @pytest.mark.parametrize("where", ["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_TIMESTAMP"])
-async def test_new_group_reads_a_young_queue_from_zero(cluster: tuple[Daemon, Daemon], scripts: Scripts,
+async def test_new_group_reads_a_young_queue_from_zero(cluster: Cluster, scripts: Scripts,
                                                        where: str) -> None:
     """Java's broker answers QUERY_CONSUMER_OFFSET for a group with no offset on a queue whose first
     message is still stored with 0, not QUERY_NOT_FOUND: ali-ons then starts there, as Java's
     client does, whatever its consumeFromWhere (ConsumerManageProcessor#queryConsumerOffset)."""
-    ns, _ = cluster
+    ns = cluster.namesrv
     topic, group = fresh("ons_young"), fresh("ons_cg")
     await create_topic(ns, topic)
     before = [message(topic, f"old{i}") for i in range(8)]
