@@ -97,6 +97,13 @@ class ConsumerManager:
         info = self.consumer_table.get(group)
         return info.subscription_table.get(topic) if info else None
 
+    def has_stale_offsets(self, group: str, topic: str) -> bool:
+        """Whether ``group`` is online with subscriptions, none of them to ``topic``: its offsets
+        there are left over, and Java's consume stats leave such topics out
+        (findSubscriptionData is null while findSubscriptionDataCount is above 0)."""
+        info = self.consumer_table.get(group)
+        return info is not None and bool(info.subscription_table) and topic not in info.subscription_table
+
     def register_consumer(self, group: str, info: ClientChannelInfo, consume_type: ConsumeType,
                           message_model: MessageModel, consume_from_where: ConsumeFromWhere,
                           sub_list: list[SubscriptionData], notify: bool) -> bool:

@@ -133,10 +133,10 @@ class AdminBrokerProcessor:
         table = {}
         for topic in topics:
             config = broker.topic_config_manager.select_topic_config(topic)
-            if config is None:
+            if config is None or broker.consumer_manager.has_stale_offsets(h.consumerGroup, topic):
                 continue
             for qid in range(config.readQueueNums):
-                broker_offset = broker.message_store.get_max_offset_in_queue(topic, qid)
+                broker_offset = max(broker.message_store.get_max_offset_in_queue(topic, qid), 0)
                 consumer_offset = max(broker.consumer_offset_manager.query_offset(h.consumerGroup, topic, qid), 0)
                 last = (broker.message_store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
                         if consumer_offset > 0 else 0)

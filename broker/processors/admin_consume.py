@@ -73,13 +73,6 @@ class AdminConsumeProcessor:
         groups |= broker.consumer_offset_manager.which_group_by_topic(h.topic)
         return request.response(body=GroupList(groupList=sorted(groups)).encode())
 
-    def _skipped(self, group: str, topic: str) -> bool:
-        """An online group that no longer subscribes to a topic it has offsets in (Java leaves
-        such stale offsets out of consume stats)."""
-        manager = self.broker.consumer_manager
-        info = manager.get_consumer_group_info(group)
-        return info is not None and bool(info.subscription_table) and topic not in info.subscription_table
-
     async def fetch_all_consume_stats_in_broker(self, conn: RemotingConnection, request: RemotingCommand
                                                 ) -> RemotingCommand:
         """Every subscription group's progress on every topic it has offsets in, and the total
@@ -98,7 +91,7 @@ class AdminConsumeProcessor:
                 if config is None:
                     log.warning("consumeStats, topic config not exist, %s", topic)
                     continue
-                if (h.isOrder and not config.order) or self._skipped(group, topic):
+                if (h.isOrder and not config.order) or broker.consumer_manager.has_stale_offsets(group, topic):
                     continue
                 table: dict[tuple[str, str, int], dict[str, int]] = {}
                 for qid in range(config.writeQueueNums):
@@ -173,7 +166,7 @@ class AdminConsumeProcessor:
             if broker.topic_config_manager.select_topic_config(topic) is None:
                 log.warning("[cloneGroupOffset], topic config not exist, %s", topic)
                 continue
-            if not h.offline and self._skipped(h.srcGroup, topic):
+            if not h.offline and broker.consumer_manager.has_stale_offsets(h.srcGroup, topic):
                 log.warning("[cloneGroupOffset], the consumer group[%s], topic[%s] not exist", h.srcGroup, topic)
                 continue
             offsets.clone_offset(h.srcGroup, h.destGroup, topic)

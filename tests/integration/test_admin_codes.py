@@ -201,6 +201,11 @@ async def test_broker_consume_stats(module_broker: Daemon, client: RemotingClien
                    json.dumps({"groupName": "cg_stats"}).encode())
     assert r.code == ResponseCode.SUCCESS, r.remark
     await commit_offset(client, broker.addr, "cg_stats", "StatsTopic", 0, 1)
+    # Online, subscribed elsewhere: its offsets on StatsTopic are left over, and left out.
+    await commit_offset(client, broker.addr, "cg_stale", "StatsTopic", 0, 2)
+    hb = HeartbeatData(clientID="127.0.0.1@stale", consumerDataSet=[ConsumerData(
+        groupName="cg_stale", subscriptionDataSet=[SubscriptionData(topic="OtherTopic")])])
+    assert (await call(client, broker.addr, RequestCode.HEART_BEAT, None, hb.encode())).code == ResponseCode.SUCCESS
     r = await call(client, broker.addr, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"})
     assert r.code == ResponseCode.SUCCESS, r.remark
     body = loads_mq_keyed(r.body)
@@ -211,6 +216,10 @@ async def test_broker_consume_stats(module_broker: Daemon, client: RemotingClien
         assert type(entry) is dict and len(entry) == 1
         groups.update(entry)
     assert "cg_stats" in groups
+    assert groups["cg_stale"] == []
+    r = await call(client, broker.addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "cg_stale",
+                                                                         "topic": "StatsTopic"})
+    assert loads_mq_keyed(r.body) == {"consumeTps": 0.0, "offsetTable": {}}
     (stats,) = groups["cg_stats"]
     assert_fields(stats, CONSUME_STATS)
     assert sorted(stats["offsetTable"]) == ["StatsTopic|broker-a|0", "StatsTopic|broker-a|1"]
