@@ -93,10 +93,14 @@ def _message_store_runtime_info(broker: BrokerController) -> dict[str, str]:
     config: MessageStoreConfig = broker.store_config
     info: dict[str, str] = {}
     commit_log_dir = config.commit_log_dir()
-    ratio = disk_used_ratio(commit_log_dir)
+    root = config.storePathRootDir
+    # Java creates both folders with the store; ours appear with the first message, so until
+    # then the partition is measured where they will be (the store root).
+    ratio = disk_used_ratio(commit_log_dir if os.path.exists(commit_log_dir) else root)
     info[f"commitLogDiskRatio_{commit_log_dir}"] = repr(ratio)
     info["commitLogDiskRatio"] = repr(ratio)
-    info["consumeQueueDiskRatio"] = repr(disk_used_ratio(os.path.join(config.storePathRootDir, "consumequeue")))
+    queues_dir = os.path.join(root, "consumequeue")
+    info["consumeQueueDiskRatio"] = repr(disk_used_ratio(queues_dir if os.path.exists(queues_dir) else root))
     schedule = broker.schedule_message_service
     for level, offset in sorted(schedule.offset_table.items()):
         # "delivered up to, stored up to" of each delay level's queue (ScheduleMessageService).

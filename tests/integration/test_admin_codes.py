@@ -94,6 +94,7 @@ async def test_broker_runtime_info_has_every_java_key(module_broker: Daemon, cli
     first = await runtime_info()
     if first["commitLogMaxOffset"] == "0":
         assert first["earliestMessageTimeStamp"] == "-1", "Java's answer for an empty CommitLog"
+    assert 0 < float(first["commitLogDiskRatio"]) < 1 and 0 < float(first["consumeQueueDiskRatio"]) < 1
     await sent_to_queue_0(client, broker.addr, "RtTopic", 3, "a")
     table = await runtime_info()
     assert all(type(v) is str for v in table.values())

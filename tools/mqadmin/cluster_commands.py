@@ -20,16 +20,31 @@ def _require_target(broker_addr: str | None, cluster: str | None) -> None:
         raise CommandError("one of -b brokerAddr or -c clusterName is required")
 
 
-def _last_10s(tps: str | None) -> str:
-    """The first of a broker's "10 s 60 s 600 s" rates, as Java's clusterList prints it (0.00
-    until the broker has sampled for 10 s)."""
-    if tps is None:
-        return "-"
-    first = tps.split(" ")[0]
+def _last_10s(tps: str | None) -> float:
+    """The first of a broker's "10 s 60 s 600 s" rates, as Java's clusterList reads it (0 until
+    the broker has sampled for 10 s)."""
+    first = (tps or "").split(" ")[0]
     try:
-        return f"{float(first) if first else 0.0:.2f}"
+        return float(first) if first else 0.0
     except ValueError:
-        return first
+        return 0.0
+
+
+def cluster_row(stats: dict[str, str]) -> dict[str, object]:
+    """One broker's clusterList figures from its runtime info, as Java's ClusterListSubCommand
+    computes them: 10 s in/out TPS with the send/pull queue size and head wait, the page-cache
+    lock wait, hours since the oldest stored message, and the CommitLog disk's used fraction."""
+    earliest = stats.get("earliestMessageTimeStamp")
+    hours = (time.time() * 1000 - int(earliest)) / 3_600_000 if earliest else 0.0
+    ratio = stats.get("commitLogDiskRatio")
+    return {"version": stats.get("brokerVersionDesc", ""),
+            "inTps": _last_10s(stats.get("putTps")), "outTps": _last_10s(stats.get("getTransferedTps")),
+            "sendQueue": stats.get("sendThreadPoolQueueSize"),
+            "sendWaitMills": stats.get("sendThreadPoolQueueHeadWaitTimeMills"),
+            "pullQueue": stats.get("pullThreadPoolQueueSize"),
+            "pullWaitMills": stats.get("pullThreadPoolQueueHeadWaitTimeMills"),
+            "pageCacheLockTimeMills": stats.get("pageCacheLockTimeMills"),
+            "hour": hours, "diskRatio": float(ratio) if ratio else 0.0}
 
 
 @command(app, "clusterList", "List cluster infos")
@@ -54,17 +69,16 @@ def cluster_list(
                     except Exception:  # a broker that does not answer is still listed, like Java
                         stats = {}
                     rows.append({"cluster": cluster_name, "brokerName": name, "brokerId": broker_id, "addr": addr,
-                                 "version": stats.get("brokerVersionDesc", "-"),
-                                 "putTps": _last_10s(stats.get("putTps")),
-                                 "getTps": _last_10s(stats.get("getTransferedTps")),
-                                 "diskRatio": stats.get("commitLogDiskRatio", "-")})
+                                 **cluster_row(stats)})
         return rows
 
     rows = run_admin(namesrv, job)
-    emit(as_json, rows, ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS", "#OutTPS",
-                         "#SPACE"),
-         [(r["cluster"], r["brokerName"], r["brokerId"], r["addr"], r["version"], r["putTps"], r["getTps"],
-           r["diskRatio"]) for r in rows])
+    emit(as_json, rows, ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
+                         "#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE"),
+         [(r["cluster"], r["brokerName"], r["brokerId"], r["addr"], r["version"],
+           f"{r['inTps']:.2f}({r['sendQueue']},{r['sendWaitMills']}ms)",
+           f"{r['outTps']:.2f}({r['pullQueue']},{r['pullWaitMills']}ms)", r["pageCacheLockTimeMills"],
+           f"{r['hour']:.2f}", f"{r['diskRatio']:.4f}") for r in rows])
 
 
 @command(app, "brokerStatus", "Fetch broker runtime status data")
