@@ -116,9 +116,11 @@ class BrokerController:
             for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
                               ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
                               AdminConsumeProcessor(self), AdminStoreProcessor(self), AdminClientProcessor(self),
-                              AdminAclDisabledProcessor(), SendMessageBackProcessor(self),
-                              EndTransactionProcessor(self, self.transaction_bridge)):
+                              SendMessageBackProcessor(self), EndTransactionProcessor(self, self.transaction_bridge)):
                 processor.register(server)
+            if not self.broker_config.aclEnable:
+                # ACL's admin requests refused with Java's codes; with ACL on they are the ACL's.
+                AdminAclDisabledProcessor().register(server)
         # Pulls go to the main port only: the fast port exists so sends never queue behind them.
         self.pull_processor.register(self.remoting_server)
 

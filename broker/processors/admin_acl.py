@@ -4,7 +4,7 @@ Java's broker has no access validator then, and each of these requests fails on 
 validator: the updates answer their ``*_FAILED`` code, the two reads answer nothing at all (the
 tool waits for its timeout). Ours answers the same codes for the updates and SYSTEM_ERROR for
 the reads, each saying why, so ``mqadmin updateAclConfig`` and friends fail at once with a reason
-(docs/admin-codes.md). The broker that enforces ACL replaces this processor.
+(docs/admin-codes.md). A broker with ``aclEnable=true`` does not register this processor.
 """
 
 from __future__ import annotations
