@@ -19,7 +19,7 @@ from rocketmq_py.broker.consumer_manager import ConsumerManager
 from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
 from rocketmq_py.broker.outer_api import BrokerOuterAPI
 from rocketmq_py.broker.processors.admin import AdminBrokerProcessor
-from rocketmq_py.broker.processors.admin_acl import AdminAclDisabledProcessor
+from rocketmq_py.broker.processors.admin_acl import AdminAclDisabledProcessor, AdminAclProcessor
 from rocketmq_py.broker.processors.admin_client import AdminClientProcessor
 from rocketmq_py.broker.processors.admin_consume import AdminConsumeProcessor
 from rocketmq_py.broker.processors.admin_store import AdminStoreProcessor
@@ -101,6 +101,8 @@ class BrokerController:
             self.access_validator = PlainAccessValidator.from_config(cfg.rocketmqHome, cfg.aclPlainFile,
                                                                      cfg.aclWatchInterval)
             self.access_validator.install(self.remoting_server, self.fast_server)
+            for server in (self.remoting_server, self.fast_server):
+                AdminAclProcessor(self, self.access_validator.manager).register(server)
         self.outer_api = BrokerOuterAPI()
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wakeup: asyncio.Event | None = None

@@ -17,6 +17,11 @@ from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.properties import parse_properties
+from rocketmq_py.remoting.protocol.acl import (
+    CreateAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    GetBrokerClusterAclConfigResponseBody,
+)
 from rocketmq_py.remoting.protocol.admin import GroupList
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
@@ -262,6 +267,30 @@ class Admin:
     async def update_broker_config(self, broker_addr: str, props: dict[str, str]) -> None:
         body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
         await self._call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, None, body)
+
+    # -- ACL (plain_acl.yml of brokers with aclEnable=true) -----------------------------------
+
+    async def create_and_update_plain_access_config(self, broker_addr: str,
+                                                    header: CreateAccessConfigRequestHeader) -> None:
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header.to_ext_fields())
+
+    async def delete_plain_access_config(self, broker_addr: str, access_key: str) -> None:
+        await self._call(broker_addr, RequestCode.DELETE_ACL_CONFIG, {"accessKey": access_key})
+
+    async def update_global_white_addr_config(self, broker_addr: str, addresses: str,
+                                              acl_file_full_path: str | None = None) -> None:
+        header = {"globalWhiteAddrs": addresses}
+        if acl_file_full_path:
+            header["aclFileFullPath"] = acl_file_full_path
+        await self._call(broker_addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header)
+
+    async def examine_broker_cluster_acl_version_info(self, broker_addr: str) -> GetBrokerAclConfigResponseHeader:
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        return GetBrokerAclConfigResponseHeader.from_ext_fields(r.ext_fields or {})
+
+    async def get_broker_cluster_acl_config(self, broker_addr: str) -> GetBrokerClusterAclConfigResponseBody:
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        return GetBrokerClusterAclConfigResponseBody.decode(r.body)  # type: ignore[no-any-return]
 
     async def create_subscription_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
         await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())

@@ -13,6 +13,7 @@ import asyncio
 import hmac
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -32,6 +33,7 @@ from rocketmq_py.broker.acl.permission import (
 from rocketmq_py.broker.acl.plain_access_resource import PlainAccessResource
 from rocketmq_py.broker.acl.remote_address_strategy import AddressMatcher, remote_address_matcher
 from rocketmq_py.remoting.acl import cal_signature
+from rocketmq_py.remoting.atomic_file import write_file_atomically
 
 log = logging.getLogger("rocketmq.broker.acl")
 
@@ -205,6 +207,86 @@ class PlainPermissionManager:
                 await asyncio.to_thread(self.reload_if_changed)
             except Exception:
                 log.exception("plain ACL watch failed")
+
+    # -- changes by the ACL admin requests ---------------------------------------------------
+
+    def _rewrite(self, change: Any) -> None:
+        """Apply ``change`` to the file's data as it is on disk now, bump its dataVersion, check
+        the result as a start-up would, then write it and put it in force. Nothing is written
+        when the result would be refused (AclException with the reason)."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise AclException(f"cannot read ACL file {self.path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise AclException(f"{self.path} must be a mapping with globalWhiteRemoteAddresses and accounts")
+        change(data)
+        versions = data.get("dataVersion")
+        current = versions[0] if isinstance(versions, list) and versions and isinstance(versions[0], dict) else {}
+        counter = current.get("counter", 0)
+        data["dataVersion"] = [{"counter": (counter if isinstance(counter, int) else 0) + 1,
+                                "timestamp": int(time.time() * 1000)}]
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        state = parse_acl_text(text, self.path)
+        try:
+            write_file_atomically(self.path, text)
+        except OSError as exc:
+            raise AclException(f"cannot write ACL file {self.path}: {exc.strerror or exc}") from None
+        self.state = state
+        self._stamp = self._file_stamp()
+
+    def update_access_config(self, config: PlainAccessConfig) -> None:
+        """Add the account, or update the one of its accessKey with the fields ``config`` sets
+        (PlainPermissionManager.updateAccessConfig)."""
+        check_plain_access_config(config)
+        parse_resource_perms(config.topicPerms, is_topic=True)
+        parse_resource_perms(config.groupPerms, is_topic=False)
+
+        def change(data: dict[str, Any]) -> None:
+            accounts = data.get("accounts")
+            if not isinstance(accounts, list):
+                accounts = data["accounts"] = []
+            entry = next((a for a in accounts if isinstance(a, dict) and str(a.get("accessKey")) == config.accessKey),
+                         None)
+            if entry is None:
+                entry = {}
+                accounts.append(entry)
+            entry["accessKey"] = config.accessKey
+            entry["secretKey"] = config.secretKey
+            if config.whiteRemoteAddress is not None:
+                entry["whiteRemoteAddress"] = config.whiteRemoteAddress
+            entry["admin"] = config.admin
+            if config.defaultTopicPerm:
+                entry["defaultTopicPerm"] = config.defaultTopicPerm
+            if config.defaultGroupPerm:
+                entry["defaultGroupPerm"] = config.defaultGroupPerm
+            if config.topicPerms is not None:
+                entry["topicPerms"] = list(config.topicPerms)
+            if config.groupPerms is not None:
+                entry["groupPerms"] = list(config.groupPerms)
+
+        self._rewrite(change)
+
+    def delete_access_config(self, access_key: str) -> bool:
+        """Remove the account; False when the file has no such account."""
+        if not access_key or access_key not in self.state.accounts:
+            return False
+
+        def change(data: dict[str, Any]) -> None:
+            accounts = data.get("accounts")
+            data["accounts"] = [a for a in accounts or () if not (isinstance(a, dict)
+                                                                  and str(a.get("accessKey")) == access_key)]
+
+        self._rewrite(change)
+        return True
+
+    def update_global_white_addrs(self, addresses: list[str], acl_file: str | None = None) -> bool:
+        """Replace globalWhiteRemoteAddresses; False for a file other than this daemon's."""
+        if acl_file and os.path.abspath(acl_file) != os.path.abspath(self.path):
+            return False
+        self._rewrite(lambda data: data.__setitem__("globalWhiteRemoteAddresses", list(addresses)))
+        return True
 
     # -- checks -----------------------------------------------------------------------------
 

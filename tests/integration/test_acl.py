@@ -291,3 +291,46 @@ def test_mqadmin_signs_with_ak_sk_or_tools_yml(daemons: DaemonSet, tmp_path: Pat
             env={"ROCKETMQ_HOME": str(tools_home)}).ok()
     routes = run_cli("mqadmin", "topicList", "-n", ns.addr, "--json", env=env).ok().json()
     assert {"MqadminAclTopic", "MqadminAclTopic2"} <= set(json.dumps(routes).replace('"', " ").split())
+
+
+def test_mqadmin_acl_commands(daemons: DaemonSet, tmp_path: Path) -> None:
+    acl = _acl_file(tmp_path)
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "aclEnable=true", f"aclPlainFile={acl}")
+    env = {"ROCKETMQ_HOME": str(tmp_path)}
+    as_admin = ("-b", broker.addr, "-n", ns.addr, "--ak", "admin-ak", "--sk", "admin-secret")
+    version = run_cli("mqadmin", "clusterAclConfigVersion", *as_admin, "--json", env=env).ok().json()
+    assert version[0]["brokerAddr"] == broker.addr and version[0]["counter"] == 0
+    run_cli("mqadmin", "updateAclConfig", "-a", "newcomer1", "-s", "newcomer-secret", "-t", "NewTopic=PUB",
+            "-u", "SUB", *as_admin, env=env).ok()
+    assert "newcomer1" in acl.read_text()
+    assert run_cli("mqadmin", "clusterAclConfigVersion", *as_admin, "--json", env=env).ok().json()[0]["counter"] == 1
+    listed = run_cli("mqadmin", "getAclConfig", *as_admin, "--json", env=env).ok().json()[broker.addr]
+    account = next(a for a in listed["plainAccessConfigs"] if a["accessKey"] == "newcomer1")
+    assert account["topicPerms"] == ["NewTopic=PUB"] and account["defaultGroupPerm"] == "SUB"
+
+    async def runtime_info(creds: SessionCredentials | None) -> RemotingCommand | None:
+        return await _call(broker.addr, _request(RequestCode.GET_BROKER_RUNTIME_INFO, creds))
+
+    newcomer = SessionCredentials("newcomer1", "newcomer-secret")
+    assert asyncio.run(runtime_info(newcomer)).code == ResponseCode.SUCCESS  # type: ignore[union-attr]
+    # refused changes change nothing: a bad permission, a short key, a non-admin account
+    before = acl.read_text()
+    run_cli("mqadmin", "updateAclConfig", "-a", "newcomer1", "-s", "newcomer-secret", "-t", "NewTopic=ALL",
+            *as_admin, env=env).failed_with_one_line("The expected permissions are")
+    run_cli("mqadmin", "updateAclConfig", "-a", "short", "-s", "newcomer-secret", *as_admin,
+            env=env).failed_with_one_line("length should longer than 6")
+    run_cli("mqadmin", "updateAclConfig", "-a", "weak-ak1", "-s", "weak-secret", "-m", "true", "-b", broker.addr,
+            "-n", ns.addr, "--ak", "weak-ak1", "--sk", "weak-secret", env=env).failed_with_one_line(
+        "Need admin permission for request code=50")
+    assert acl.read_text() == before
+    run_cli("mqadmin", "deleteAccessConfig", "-a", "newcomer1", *as_admin, env=env).ok()
+    assert _acl_refused(asyncio.run(runtime_info(newcomer)))
+    run_cli("mqadmin", "deleteAccessConfig", "-a", "newcomer1", *as_admin, env=env).failed_with_one_line(
+        "The accesskey[newcomer1] corresponding to accessConfig has been deleted failed.")
+    assert _acl_refused(asyncio.run(runtime_info(None)))
+    run_cli("mqadmin", "updateGlobalWhiteAddr", "-g", "127.0.0.1", *as_admin, env=env).ok()
+    assert asyncio.run(runtime_info(None)).code == ResponseCode.SUCCESS  # type: ignore[union-attr]
+    listed = run_cli("mqadmin", "getAccessConfigSubCommand", *as_admin, "--json", env=env).ok().json()
+    assert listed[broker.addr]["globalWhiteAddrs"] == ["127.0.0.1"]
+    assert run_cli("mqadmin", "clusterAclConfigVersion", *as_admin, "--json", env=env).ok().json()[0]["counter"] == 3

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from rocketmq_py.tools import benchmark
-from rocketmq_py.tools.mqadmin import cluster_commands, consumer_commands, message_commands, topic_commands
+from rocketmq_py.tools.mqadmin import (
+    acl_commands,
+    cluster_commands,
+    consumer_commands,
+    message_commands,
+    topic_commands,
+)
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import main_entry
 
 # `mqadmin benchmark produce|consume` is mqbench under mqadmin, for those who look for it there.
 app.add_typer(benchmark.app, name="benchmark", help="Benchmark producer and consumer (same as mqbench)")
 
-__all__ = ["app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands"]
+__all__ = ["acl_commands", "app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands"]
 
 
 def main() -> None:

@@ -96,9 +96,9 @@ def run_admin(namesrv: str | None, job: Callable[[Admin], Awaitable[T]]) -> T:
 
 
 _ACL_PARAMETERS = [
-    inspect.Parameter("access_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+    inspect.Parameter("signing_access_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                       default=typer.Option(None, "--ak", help="ACL accessKey to sign requests with")),
-    inspect.Parameter("secret_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+    inspect.Parameter("signing_secret_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                       default=typer.Option(None, "--sk", help="ACL secretKey of --ak")),
 ]
 
@@ -109,7 +109,8 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> None:
-            access_key, secret_key = kwargs.pop("access_key", None), kwargs.pop("secret_key", None)
+            access_key = kwargs.pop("signing_access_key", None)
+            secret_key = kwargs.pop("signing_secret_key", None)
             try:
                 token = _credentials.set(_session_credentials(access_key, secret_key))
                 try:
