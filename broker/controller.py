@@ -35,6 +35,7 @@ from rocketmq_py.broker.producer_manager import ProducerManager
 from rocketmq_py.broker.pull_hold import PullRequestHoldService
 from rocketmq_py.broker.rebalance_lock_manager import RebalanceLockManager
 from rocketmq_py.broker.schedule_message_service import ScheduleMessageService
+from rocketmq_py.broker.slave_synchronize import SlaveSynchronize
 from rocketmq_py.broker.stats import BrokerStats
 from rocketmq_py.broker.stats_manager import BrokerStatsManager
 from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManager
@@ -42,7 +43,11 @@ from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
 from rocketmq_py.broker.transaction.check_service import TransactionalMessageCheckService
 from rocketmq_py.remoting.properties import ConfigError, apply_properties
-from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from rocketmq_py.remoting.protocol.namesrv import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
 from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_py.remoting.server import RemotingServer
@@ -108,6 +113,8 @@ class BrokerController:
         self._register_wakeup: asyncio.Event | None = None
         self.listen_port = self.server_config.listenPort
         self._store_host = ("", 0)
+        self._learn_master_ha = False
+        self.slave_synchronize = SlaveSynchronize(self)
 
     def _fast_port(self) -> int:
         port = self.server_config.listenPort
@@ -159,6 +166,14 @@ class BrokerController:
                 raise RuntimeError(f"{manager.config_file_path()} and its backup are both unreadable")
         await self.message_store.load()
         await self.message_store.start()
+        try:
+            await self.message_store.ha_service.start(self.server_config.bindAddress)
+        except OSError as exc:
+            # Taken (a second broker on this host with the default port): any free port rather than
+            # fail; registration tells the NameServer, and through it the slaves, which one.
+            log.warning("HA port %d unavailable (%s): listening on a free port", self.store_config.haListenPort, exc)
+            self.store_config.haListenPort = 0
+            await self.message_store.ha_service.start(self.server_config.bindAddress)
         await self.remoting_server.start()
         self.listen_port = self.remoting_server.port
         try:
@@ -177,10 +192,20 @@ class BrokerController:
             self.transaction_check_service.start()
         loop = asyncio.get_running_loop()
         self._register_wakeup = asyncio.Event()
+        ha_master = self.store_config.haMasterAddress
+        # Java's rule: a slave given haMasterAddress (6 characters or more) follows it; one without
+        # learns its master's HA address from every registration's answer.
+        self._learn_master_ha = self.store_config.brokerRole is BrokerRole.SLAVE and not (
+            ha_master and len(ha_master) >= 6)
+        if self.store_config.brokerRole is BrokerRole.SLAVE and not self._learn_master_ha:
+            assert ha_master is not None
+            self.message_store.ha_service.update_master_address(ha_master)
         await self.register_broker_all()
         self._tasks = [loop.create_task(self._registration_loop()), loop.create_task(self._persist_offsets_loop()),
                        loop.create_task(self._housekeeping_loop()), loop.create_task(self.stats.run_sampling()),
                        loop.create_task(self.stats.run_morning_records()), loop.create_task(self.stats_manager.run())]
+        if self.store_config.brokerRole is BrokerRole.SLAVE:
+            self._tasks.append(loop.create_task(self.slave_synchronize.run()))
 
     async def register_broker_all(self) -> None:
         cfg = self.broker_config
@@ -196,10 +221,17 @@ class BrokerController:
             dataVersion=self.topic_config_manager.data_version.model_copy(), topicConfigTable=table))
         header = RegisterBrokerRequestHeader(brokerName=cfg.brokerName, brokerAddr=self.broker_addr,
                                              clusterName=cfg.brokerClusterName,
-                                             haServerAddr=cfg.ha_server_addr(self.listen_port + 1),
+                                             haServerAddr=cfg.ha_server_addr(self.message_store.ha_service.port),
                                              brokerId=cfg.brokerId)
         results = await self.outer_api.register_broker_all(addrs, header, body, cfg.registerBrokerTimeoutMills / 1000,
                                                            cfg.compressedRegister)
+        for _, response in results:
+            if response is None:
+                continue
+            answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields or {})
+            if self._learn_master_ha and answer.haServerAddr:
+                self.message_store.ha_service.update_master_address(answer.haServerAddr)
+            self.slave_synchronize.master_addr = answer.masterAddr
         for _, response in results:
             order = self.outer_api.order_topic_config(response)
             if order is not None:
@@ -265,5 +297,6 @@ class BrokerController:
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         await self.schedule_message_service.shutdown()
+        await self.message_store.ha_service.shutdown()
         await self.message_store.shutdown()
         log.info("broker %s shut down, store at %s", cfg.brokerName, self.store_config.storePathRootDir)

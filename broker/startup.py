@@ -22,7 +22,7 @@ from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_log
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from rocketmq_py.remoting.server_config import NettyServerConfig
-from rocketmq_py.store.config import MessageStoreConfig
+from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.message_store import StoreLockedError
 
 log = logging.getLogger("rocketmq.broker")
@@ -49,7 +49,18 @@ def build_config(config_file: str | None, options: list[str], namesrv_addr: str 
     built, unknown = apply_properties([BrokerConfig, NettyServerConfig, MessageStoreConfig], props)
     if unknown:
         log.warning("ignoring unknown config keys: %s", ", ".join(sorted(unknown)))
-    return built[0], built[1], built[2]  # type: ignore[return-value]
+    broker_config, server_config, store_config = built[0], built[1], built[2]
+    assert isinstance(broker_config, BrokerConfig) and isinstance(server_config, NettyServerConfig)
+    assert isinstance(store_config, MessageStoreConfig)
+    # Java's BrokerStartup: a master is brokerId 0, a slave must say which one it is, and the HA
+    # port is the listen port + 1 whatever the config says (any free one with listenPort 0).
+    if store_config.brokerRole is BrokerRole.SLAVE:
+        if broker_config.brokerId <= 0:
+            raise ConfigError("Slave's brokerId must be > 0")
+    else:
+        broker_config.brokerId = 0
+    store_config.haListenPort = server_config.listenPort + 1 if server_config.listenPort else 0
+    return broker_config, server_config, store_config
 
 
 def boot_message(controller: BrokerController) -> str:

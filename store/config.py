@@ -57,6 +57,22 @@ class MessageStoreConfig(BaseModel):
     # (store/prefault.py), so puts do not pay first-touch page faults in the event loop; 0: off.
     warmAheadCommitLog: int = Field(default=4 * 1024 * 1024, ge=0)
     brokerRole: BrokerRole = BrokerRole.ASYNC_MASTER
+    # Replication (docs/ha.md). The broker's startup sets haListenPort to listenPort + 1, as
+    # Java's BrokerStartup does, whatever the config says.
+    haListenPort: int = 10912
+    haSendHeartbeatInterval: int = 1000 * 5
+    haHousekeepingInterval: int = 1000 * 20
+    haTransferBatchSize: int = 1024 * 32
+    haMasterAddress: str | None = None
+    # A SYNC_MASTER answers SLAVE_NOT_AVAILABLE while its slave is this far behind (Java's name
+    # for what the issue calls haMaxGapNotInSync).
+    haSlaveFallbehindMax: int = 1024 * 1024 * 256
+    # How long a SYNC_MASTER's send waits for the slave before FLUSH_SLAVE_TIMEOUT (4.9.7 waits
+    # slaveTimeout, not syncFlushTimeout).
+    slaveTimeout: int = 3000
+    # A pull reading data older than this share of RAM behind the log's end is suggested to a
+    # slave when slaveReadEnable is on.
+    accessMessageInMemoryMaxRatio: int = 40
     flushIntervalCommitLog: int = 500
     flushCommitLogLeastPages: int = 4
     flushCommitLogThoroughInterval: int = 10000

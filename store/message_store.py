@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from rocketmq_py.remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -40,6 +41,8 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import SCHEDULE_TOPIC, BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.ha.ha_client import SlaveDivergedError
+from rocketmq_py.store.ha.ha_service import HAService
 from rocketmq_py.store.index_dispatch import (
     CHILD_SUPPORTED,
     IndexDispatchProcess,
@@ -163,6 +166,13 @@ class DefaultMessageStore:
         self._index_inline = config.messageIndexEnable
         # Read on every put; the flush type is fixed for a store's life, as in Java.
         self.sync_flush = config.flushDiskType == FlushDiskType.SYNC_FLUSH
+        self.sync_master = config.brokerRole == BrokerRole.SYNC_MASTER
+        # A put acknowledged with waitStoreMsgOK waits for something: the flush, the slave or both.
+        self.sync_put = self.sync_flush or self.sync_master
+        self.ha_service = HAService(self)
+        # A slave's: where the records it received stop being dispatched (Java's reput offset);
+        # set at the first append, recovery having dispatched everything before.
+        self._replica_dispatched: int | None = None
         self.delay_level_table = parse_delay_levels(config.messageDelayLevel)
         self.index_dispatch: IndexDispatchProcess | None = None
         self.message_arriving_listener = message_arriving_listener
@@ -509,25 +519,46 @@ class DefaultMessageStore:
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
         result = self.append_message(msg)
-        if wait_store_msg_ok and self.sync_flush:
+        if wait_store_msg_ok and self.sync_put:
             return await self.synced(result)
         return result
 
     async def put_messages(self, batch: MessageExtBatch, wait_store_msg_ok: bool = True) -> PutMessageResult:
         """Store a batch; resolves after the flush under SYNC_FLUSH."""
         result = self.append_messages(batch)
-        if wait_store_msg_ok and self.sync_flush:
+        if wait_store_msg_ok and self.sync_put:
             return await self.synced(result)
         return result
 
     async def synced(self, result: PutMessageResult) -> PutMessageResult:
-        """``result`` once its record is flushed, or FLUSH_DISK_TIMEOUT after syncFlushTimeout."""
+        """``result`` once its record is flushed (SYNC_FLUSH) and on the slave (SYNC_MASTER), or
+        what kept it from being so."""
         append = result.append_result
         if result.status is not _PUT_OK or append is None:
             return result
-        if not await self.flushed_to(append.wrote_offset + append.wrote_bytes):
-            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, append)
-        return result
+        status = await self.stored_to(append.wrote_offset + append.wrote_bytes)
+        return result if status is _PUT_OK else PutMessageResult(status, append)
+
+    async def stored_to(self, offset: int) -> PutMessageStatus:
+        """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
+        up to ``offset``, both awaited at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
+        FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE when no slave is connected
+        or it is more than haSlaveFallbehindMax behind (the flush's status first, as in Java)."""
+        flushed = self.flushed_to(offset) if self.sync_flush else None
+        replicated = None
+        replica_status = _PUT_OK
+        if self.sync_master:
+            if self.ha_service.is_slave_ok(offset):
+                replicated = self.ha_service.wait_transfer(offset)
+            else:
+                replica_status = PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if flushed is not None and not await flushed:
+            if replicated is not None:
+                await replicated
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if replicated is not None and not await replicated:
+            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        return replica_status
 
     def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """``put_messages`` without the flush wait, as ``append_message`` is for one.
@@ -971,6 +1002,77 @@ class DefaultMessageStore:
             if msg.topic == topic and (key in keys or msg.properties.get("UNIQ_KEY") == key):
                 found.append(data)
         return found
+
+    # -- replication (a slave's side; docs/ha.md) ----------------------------------------------
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """Bytes a master sent, appended at exactly ``start_offset`` (the log's end, or a file's
+        start when the log is empty) and within one file; False, appending nothing, otherwise.
+        The records they complete are dispatched as puts are; SlaveDivergedError when they are
+        not this log's continuation (the log is then cut back to its last whole record)."""
+        if self.shutdown_flag:
+            log.warning("message store has shutdown, so appendToPhyQueue is forbidden")
+            return False
+        queue = self.commit_log.queue
+        if queue.files:
+            if start_offset != queue.max_offset:
+                return False
+            if self._replica_dispatched is None:
+                self._replica_dispatched = queue.max_offset
+            mf = queue.get_last_mapped_file()
+        else:
+            if start_offset % queue.file_size:
+                return False
+            mf = queue.get_last_mapped_file(start_offset)
+            self._replica_dispatched = start_offset
+        pos = start_offset - mf.file_from_offset
+        if pos != mf.wrote_position or pos + len(data) > mf.file_size:
+            return False
+        mf.append(data)
+        self._dispatch_replicated()
+        return True
+
+    def _dispatch_replicated(self) -> None:
+        """Dispatch every whole record received since the last call."""
+        queue = self.commit_log.queue
+        at = self._replica_dispatched
+        assert at is not None
+        try:
+            while True:
+                mf = queue.find_mapped_file_by_offset(at)
+                if mf is None:
+                    break
+                pos, limit = at - mf.file_from_offset, mf.wrote_position
+                if pos + 8 > limit:
+                    break
+                total, magic = struct.unpack_from(">ii", mf.mm, pos)
+                if magic == BLANK_MAGIC_CODE and pos + total == mf.file_size:
+                    if limit < mf.file_size:
+                        break
+                    at = mf.file_from_offset + mf.file_size
+                    continue
+                if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > mf.file_size:
+                    raise SlaveDivergedError(f"the master's bytes at offset {at} are no record of this log")
+                if pos + total > limit:
+                    break
+                size, msg, valid = self.commit_log.check_record(mf.mm, pos, limit)
+                if not valid or msg is None or msg.commit_log_offset != at:
+                    raise SlaveDivergedError(f"the master's record at offset {at} does not continue this log "
+                                             f"(it names offset {None if msg is None else msg.commit_log_offset})")
+                self._dispatch(msg, size, True)
+                self.commit_log.last_store_timestamp = msg.store_timestamp
+                self.commit_log.topic_queue_table[(msg.topic, msg.queue_id)] = msg.queue_offset + 1
+                at += size
+        except SlaveDivergedError:
+            mf = queue.find_mapped_file_by_offset(at)
+            if mf is not None:
+                _zero_from(mf, at - mf.file_from_offset)
+                mf.wrote_position = at - mf.file_from_offset
+            raise
+        finally:
+            self._replica_dispatched = at
+            if self.index_dispatch is not None:
+                self.index_dispatch.committed(at)
 
     def get_max_phy_offset(self) -> int:
         return self.commit_log.max_offset

@@ -290,7 +290,7 @@ class SendMessageProcessor(RequestProcessor):
         stats.put_bytes += append.wrote_bytes
         region, trace = cfg.regionId, "true" if cfg.traceOn else "false"
         host = append.host_hex
-        synced_to = append.wrote_offset + append.wrote_bytes if store.sync_flush else 0
+        synced_to = append.wrote_offset + append.wrote_bytes if store.sync_put else 0
         answers: list[ProcessorResult] = []
         for request, entry, offset, queue_offset, wait in zip(requests, entries, append.offsets,
                                                                append.queue_offsets, waits, strict=False):
@@ -302,9 +302,11 @@ class SendMessageProcessor(RequestProcessor):
         return answers
 
     async def _flushed(self, response: RemotingCommand, offset: int) -> RemotingCommand:
-        """A stored send's answer once the log is flushed to ``offset``: SYNC_FLUSH's promise."""
-        if not await self.broker.message_store.flushed_to(offset):
-            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+        """A stored send's answer once the log is flushed (SYNC_FLUSH) and on the slave
+        (SYNC_MASTER) to ``offset``, or the code saying which did not happen."""
+        status = await self.broker.message_store.stored_to(offset)
+        if status is not _PUT_OK:
+            response.code = _STATUS_TO_CODE[status][0]
         return response
 
     def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
@@ -412,7 +414,7 @@ class SendMessageProcessor(RequestProcessor):
                queue_id: int) -> ProcessorResult:
         store = self.broker.message_store
         result = store.append_message(inner)
-        if wait and store.sync_flush:
+        if wait and store.sync_put:
             return self._synced_response(request, result, queue_id)
         return self._response(request, result, queue_id)
 
@@ -459,7 +461,7 @@ class SendMessageProcessor(RequestProcessor):
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         store = self.broker.message_store
         result = store.append_messages(batch)
-        if store.sync_flush:
+        if store.sync_put:
             return self._synced_response(request, result, queue_id)
         return self._response(request, result, queue_id)
 

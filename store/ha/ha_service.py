@@ -1,0 +1,146 @@
+"""HAService: the HA port of a broker and what a SYNC_MASTER's sends wait for (docs/ha.md).
+
+The master accepts slaves on haListenPort (AcceptSocketService) and serves each through an
+HAConnection; the offset a slave acknowledges is push2SlaveMaxOffset, and the group transfer
+releases every send waiting for an offset at or below it with one acknowledgement, as group
+commit releases every put one fsync covered. A slave runs the HAClient instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from rocketmq_py.store.ha.ha_client import HAClient
+from rocketmq_py.store.ha.ha_connection import HAConnection
+
+if TYPE_CHECKING:
+    from rocketmq_py.store.message_store import DefaultMessageStore
+
+log = logging.getLogger("rocketmq.store")
+
+
+class GroupTransferService:
+    """SYNC_MASTER sends waiting for the slave: ``(offset, future, loop-time deadline)``.
+
+    One watchdog timer for every waiter, as the store's group commit does it."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.waiters: list[tuple[int, asyncio.Future[bool], float]] = []
+        self._watchdog: asyncio.TimerHandle | None = None
+
+    def put_request(self, offset: int) -> asyncio.Future[bool]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        self.waiters.append((offset, fut, loop.time() + self.timeout))
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self.timeout, self._expire)
+        return fut
+
+    def notify_transfer_some(self, acked: int) -> None:
+        """Every waiter ``acked`` covers released at once."""
+        still = []
+        for waiter in self.waiters:
+            if waiter[0] <= acked:
+                _resolve(waiter[1], True)
+            else:
+                still.append(waiter)
+        self.waiters = still
+
+    def _expire(self) -> None:
+        self._watchdog = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        keep = []
+        for waiter in self.waiters:
+            if waiter[2] <= now:
+                _resolve(waiter[1], False)
+            else:
+                keep.append(waiter)
+        self.waiters = keep
+        if keep:
+            self._watchdog = loop.call_later(keep[0][2] - now, self._expire)
+
+    def shutdown(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        for _, fut, _ in self.waiters:
+            _resolve(fut, False)
+        self.waiters.clear()
+
+
+class HAService:
+    def __init__(self, store: DefaultMessageStore) -> None:
+        self.store = store
+        self.connections: set[HAConnection] = set()
+        self.push2slave_max_offset = 0
+        self.group_transfer = GroupTransferService(store.config.slaveTimeout / 1000)
+        self.ha_client = HAClient(store)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    # -- master -----------------------------------------------------------------------------
+
+    async def start(self, host: str) -> None:
+        """Listen on haListenPort (0: any free port), as every role of Java's broker does."""
+        self._server = await asyncio.start_server(self._accept, host, self.store.config.haListenPort,
+                                                  reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("HAService listening on %s:%d", host, self.port)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HAConnection(self, reader, writer)
+        log.info("HAService receive new connection, %s", conn.client_addr)
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self.connections.discard(conn)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self.connections)
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        """A slave is connected and less than haSlaveFallbehindMax behind ``master_put_where``."""
+        return bool(self.connections) and (
+            master_put_where - self.push2slave_max_offset < self.store.config.haSlaveFallbehindMax)
+
+    def notify_transfer_some(self, offset: int) -> None:
+        if offset > self.push2slave_max_offset:
+            self.push2slave_max_offset = offset
+            self.group_transfer.notify_transfer_some(offset)
+
+    def wait_transfer(self, offset: int) -> asyncio.Future[bool]:
+        """True once a slave acknowledged ``offset``; False after slaveTimeout."""
+        if offset <= self.push2slave_max_offset:
+            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            fut.set_result(True)
+            return fut
+        fut = self.group_transfer.put_request(offset)
+        for conn in self.connections:
+            conn.wakeup()
+        return fut
+
+    # -- slave ------------------------------------------------------------------------------
+
+    def update_master_address(self, addr: str) -> None:
+        self.ha_client.update_master_address(addr)
+
+    async def shutdown(self) -> None:
+        await self.ha_client.shutdown()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for conn in list(self.connections):
+            conn.writer.close()
+        self.group_transfer.shutdown()
+
+
+def _resolve(fut: asyncio.Future[bool], value: bool) -> None:
+    if not fut.done():
+        fut.set_result(value)

@@ -1,0 +1,64 @@
+"""What the HA tests share: a master and its slave as real daemons, their CommitLogs read from disk,
+the HA port a broker bound (read from its log), and the options of each role."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from tests.integration.daemons import Daemon, DaemonSet
+
+# Short intervals so a test sees heartbeats, reconnects and housekeeping within seconds.
+HA_OPTIONS = ("haSendHeartbeatInterval=500", "haHousekeepingInterval=5000", "registerNameServerPeriod=10000",
+              "messageIndexInChildProcess=false")
+_HA_LINE = re.compile(r"HAService listening on ([\d.]+):(\d+)")
+
+
+def master(daemons: DaemonSet, ns: str, role: str = "ASYNC_MASTER", *options: str, name: str = "ha-m",
+           broker_name: str = "broker-ha") -> Daemon:
+    return daemons.broker(ns, f"brokerRole={role}", f"brokerName={broker_name}", *HA_OPTIONS, *options, name=name)
+
+
+def slave(daemons: DaemonSet, ns: str, *options: str, name: str = "ha-s", broker_name: str = "broker-ha",
+          broker_id: int = 1) -> Daemon:
+    return daemons.broker(ns, "brokerRole=SLAVE", f"brokerId={broker_id}", f"brokerName={broker_name}", *HA_OPTIONS,
+                          *options, name=name)
+
+
+def ha_addr(broker: Daemon, timeout: float = 10.0) -> tuple[str, int]:
+    """The HA address ``broker`` listens on, from its log (polled, bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _HA_LINE.findall(log_text(broker))
+        if found:
+            host, port = found[-1]
+            return host, int(port)
+        time.sleep(0.05)
+    raise TimeoutError(f"{broker.name} logged no HA address")
+
+
+def commit_log(broker: Daemon) -> dict[int, bytes]:
+    """Each CommitLog file of ``broker``'s store by its first offset, as the disk holds it."""
+    root = os.path.join(broker.home, "store", "commitlog")
+    files = {}
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        with open(os.path.join(root, name), "rb") as f:
+            files[int(name)] = f.read()
+    return files
+
+
+def log_bytes(broker: Daemon, start: int, end: int) -> bytes:
+    """The CommitLog bytes of ``broker`` in ``[start, end)`` (within one file)."""
+    for first, data in commit_log(broker).items():
+        if first <= start < first + len(data):
+            return data[start - first:end - first]
+    return b""
+
+
+def log_text(broker: Daemon) -> str:
+    path = os.path.join(broker.home, "logs", "rocketmqlogs", "broker.log")
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as f:
+        return f.read()

@@ -1,0 +1,243 @@
+"""Master/slave replication (store/ha) between real daemons, and the HA protocol spoken by hand.
+
+Frames are built here from docs/ha.md's layout -- 8-byte big-endian offsets from the slave; from
+the master an 8-byte offset, a 4-byte size and that many CommitLog bytes -- not with the
+project's own codec, so these tests hold both ends to the wire format Java 4.9 speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from rocketmq_py.client import Admin, Message, Producer, SendStatus
+from rocketmq_py.remoting import RemotingClient, ResponseCode
+from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
+from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
+from tests.integration.daemons import DaemonSet
+from tests.integration.ha_cluster import commit_log, ha_addr, log_bytes, log_text, master, slave
+from tests.waiting import wait_for_async
+
+FILE_SIZE = 256 * 1024  # small CommitLog files, so the stream crosses file boundaries
+
+
+async def max_phy_offset(admin: Admin, addr: str) -> int:
+    return int((await admin.fetch_broker_runtime_stats(addr))["commitLogMaxOffset"])
+
+
+async def send_some(ns: str, topic: str, count: int, size: int = 300) -> list[tuple[int, bytes]]:
+    """``count`` sends; each one's CommitLog offset and body."""
+    out = []
+    async with Producer("pg_ha", ns) as producer:
+        for i in range(count):
+            body = f"{i:06d}".encode() * (size // 6)
+            result = await producer.send(Message(topic, body))
+            assert result.send_status == SendStatus.SEND_OK
+            out.append((decode_offset_msg_id(result.offset_msg_id)[1], body))
+    return out
+
+
+async def read_exactly(reader: asyncio.StreamReader, n: int) -> bytes:
+    return await asyncio.wait_for(reader.readexactly(n), 10)
+
+
+async def test_slave_replicates_the_master_byte_for_byte(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
+    s = slave(daemons, ns, f"mappedFileSizeCommitLog={FILE_SIZE}")
+    sent = await send_some(ns, "HaCopy", 1200)
+    admin = Admin(ns)
+    await admin.start()
+    try:
+        master_end = await max_phy_offset(admin, m.addr)
+        assert master_end > 2 * FILE_SIZE
+        assert await wait_for_async(lambda: _at(admin, s.addr, master_end), 20)
+        # A slave that started empty is given the master's files it still has to follow from the
+        # beginning of the master's last file at connection (Java's rule): here the first file.
+        assert commit_log(s).keys() == commit_log(m).keys()
+        for first, data in commit_log(m).items():
+            end = min(FILE_SIZE, master_end - first)
+            assert commit_log(s)[first][:end] == data[:end]
+        # Its queues are built from its own log: a pull from the slave returns the messages
+        # (once SlaveSynchronize copied the topic's config from the master).
+        client = RemotingClient()
+        try:
+            async def topic_known() -> bool:
+                r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", 0, 0, max_nums=1), 5)
+                return r.code != ResponseCode.TOPIC_NOT_EXIST
+
+            assert await wait_for_async(topic_known, 20)
+            bodies = []
+            for qid in range(4):
+                offset = 0
+                while True:
+                    r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", qid, offset, max_nums=32), 5)
+                    if r.code != ResponseCode.SUCCESS:
+                        break
+                    msgs = list(decode_records(r.body or b""))
+                    bodies += [x.body for x in msgs]
+                    offset = msgs[-1].queue_offset + 1
+            assert sorted(bodies) == sorted(b for _, b in sent)
+        finally:
+            await client.close()
+    finally:
+        await admin.shutdown()
+
+
+async def _at(admin: Admin, addr: str, offset: int) -> bool:
+    return await max_phy_offset(admin, addr) >= offset
+
+
+async def test_hand_built_slave_against_our_master(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
+    await send_some(ns, "HaWire", 1000)
+    admin = Admin(ns)
+    await admin.start()
+    try:
+        end = await max_phy_offset(admin, m.addr)
+    finally:
+        await admin.shutdown()
+    last_file_start = end - end % FILE_SIZE
+    assert last_file_start > 0
+    host, port = ha_addr(m)
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        # A slave with nothing reports 0: the master starts at the beginning of its last file.
+        writer.write(struct.pack(">q", 0))
+        received = bytearray()
+        at = last_file_start
+        while at < end:
+            offset, size = struct.unpack(">qi", await read_exactly(reader, 12))
+            assert offset == at and 0 <= size <= 32 * 1024
+            received += await read_exactly(reader, size)
+            at += size
+        assert bytes(received) == log_bytes(m, last_file_start, end)
+        # Reporting where it is keeps the connection; the master sends heartbeats at its end.
+        writer.write(struct.pack(">q", end))
+        offset, size = struct.unpack(">qi", await read_exactly(reader, 12))
+        assert (offset, size) == (end, 0)
+        # A slave silent for haHousekeepingInterval (5 s here) is dropped: only heartbeats, then
+        # the end of the stream.
+        started = asyncio.get_running_loop().time()
+        rest = await asyncio.wait_for(reader.read(), 20)
+        assert asyncio.get_running_loop().time() - started >= 3
+        assert len(rest) % 12 == 0 and all(struct.unpack_from(">qi", rest, i) == (end, 0)
+                                           for i in range(0, len(rest), 12))
+    finally:
+        writer.close()
+    # A slave claiming more than the master has is refused: the master closes the connection.
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(struct.pack(">q", end + 1000))
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+    finally:
+        writer.close()
+    assert "greater than local commitLog offset" in log_text(m)
+
+
+async def test_hand_built_master_against_our_slave(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    # Real records to replicate: another broker's log, sent by this test's fake master.
+    source = daemons.broker(ns, "brokerName=broker-src", name="src")
+    sent = await send_some(ns, "HaFeed", 60, size=500)
+    admin = Admin(ns)
+    await admin.start()
+    try:
+        end = await max_phy_offset(admin, source.addr)
+    finally:
+        await admin.shutdown()
+    records = log_bytes(source, 0, end)
+    connections: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
+
+    async def accept(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await connections.put((r, w))
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    # This master sends no heartbeats while the test looks at the slave: no housekeeping here.
+    s = slave(daemons, ns, f"haMasterAddress=127.0.0.1:{port}", "haHousekeepingInterval=120000",
+              broker_name="broker-other")
+    try:
+        reader, writer = await asyncio.wait_for(connections.get(), 15)
+        # The slave reports its max offset, 0, at once.
+        assert struct.unpack(">q", await read_exactly(reader, 8))[0] == 0
+        writer.write(struct.pack(">qi", 0, 0))  # a heartbeat
+        # Frames cut anywhere, records split across them: the slave reassembles.
+        cut, at = 777, 0
+        while at < end:
+            size = min(cut, end - at)
+            writer.write(struct.pack(">qi", at, size) + records[at:at + size])
+            at += size
+            cut = 100 + (cut * 7) % 3000
+        await writer.drain()
+        seen = 0
+
+        async def acked() -> bool:
+            nonlocal seen
+            data = await reader.read(8 * 64)
+            if len(data) >= 8:
+                seen = struct.unpack(">q", data[len(data) - len(data) % 8 - 8:len(data) - len(data) % 8])[0]
+            return seen == end
+
+        assert await wait_for_async(acked, 15)
+        assert log_bytes(s, 0, end) == records
+        client = RemotingClient()
+        try:
+            # This master has no remoting port to copy the topic's config from: given by hand.
+            await create_topic(client, s.addr, "HaFeed", queues=4)
+            pulled = []
+            for qid in range(4):
+                r = await client.invoke(s.addr, pull_request("g_feed", "HaFeed", qid, 0, max_nums=32), 5)
+                pulled += [x.body for x in decode_records(r.body or b"")] if r.code == ResponseCode.SUCCESS else []
+            assert sorted(pulled) == sorted(b for _, b in sent)
+        finally:
+            await client.close()
+        # A frame at any other offset than the slave's end: refused, the slave drops the
+        # connection and comes back reporting its own end.
+        writer.write(struct.pack(">qi", end + 8, 4) + b"\0\0\0\0")
+        await writer.drain()
+        # read() returns at end of stream only: what came before it is the slave's reports.
+        rest = await asyncio.wait_for(reader.read(), 10)
+        assert len(rest) % 8 == 0 and {struct.unpack_from(">q", rest, i)[0] for i in range(0, len(rest), 8)} <= {end}
+        reader2, writer2 = await asyncio.wait_for(connections.get(), 15)
+        assert struct.unpack(">q", await read_exactly(reader2, 8))[0] == end
+        writer2.close()
+        assert log_bytes(s, 0, end + 64)[:end] == records
+        assert "master pushed offset not equal the max phy offset in slave" in log_text(s)
+    finally:
+        server.close()
+        while not connections.empty():
+            connections.get_nowait()[1].close()
+
+
+async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns)
+    s = slave(daemons, ns)
+    client = RemotingClient()
+    admin = Admin(ns)
+    await admin.start()
+    try:
+        await create_topic(client, m.addr, "HaRefuse", queues=1)
+        await wait_for_route(ns, "HaRefuse")
+        sent = await send_some(ns, "HaRefuse", 5)
+        r = await client.invoke(s.addr, send_request("HaRefuse", b"to the slave", queue_id=0), 5)
+        assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        assert "messages are put to the slave" in (r.remark or "")
+
+        async def routed() -> bool:
+            route = await admin.examine_topic_route_info("HaRefuse")
+            addrs = {b.brokerName: b.brokerAddrs for b in route.brokerDatas}
+            return addrs.get("broker-ha") == {0: m.addr, 1: s.addr}
+
+        assert await wait_for_async(routed, 20)
+        end = await max_phy_offset(admin, m.addr)
+        assert await wait_for_async(lambda: _at(admin, s.addr, end), 20)
+        r = await client.invoke(s.addr, pull_request("g_refuse", "HaRefuse", 0, 0, max_nums=32), 5)
+        assert r.code == ResponseCode.SUCCESS
+        assert [x.body for x in decode_records(r.body or b"")] == [b for _, b in sent]
+    finally:
+        await admin.shutdown()
+        await client.close()
+
