@@ -1,6 +1,6 @@
 """Crash-safe small files (config tables), as RocketMQ's MixAll.string2File writes them.
 
-Write ``<file>.tmp`` and fsync it, copy the current file to ``<file>.bak``, then rename the tmp
+Write ``<file>.<thread>.tmp`` and fsync it, copy the current file to ``<file>.bak``, then rename the tmp
 file over the original: a crash at any moment leaves the old or the new content readable, and a
 torn or hand-mangled file can still be recovered from its backup. Shared by the broker's tables
 and the NameServer's KV config, the only packages both depend on being this one.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,7 +22,9 @@ T = TypeVar("T")
 
 def write_file_atomically(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp"
+    # One tmp file per writing thread: a table persisted on the event loop while a thread writes
+    # an earlier snapshot of it (persist_async) must not rename the other's file away.
+    tmp = f"{path}.{threading.get_ident()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
