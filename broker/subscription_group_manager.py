@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 
 from pydantic import ValidationError
 
@@ -21,6 +22,23 @@ log = logging.getLogger("rocketmq.broker")
 SYS_GROUP_PREFIX = "CID_RMQ_SYS_"
 DEFAULT_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
                   "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER")
+
+
+# Java's Validators.checkGroup, which its clients apply before they start: a group becomes a
+# persisted config, a retry topic and offset keys here, so the broker applies it before creating one.
+GROUP_MAX_LENGTH = 255
+_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+
+def validate_group(group: str) -> str | None:
+    """None when the group name is legal, else the reason (answered as a remark)."""
+    if not group or not group.strip():
+        return "the specified group is blank"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
+    if not _GROUP_PATTERN.match(group):
+        return f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return None
 
 
 class SubscriptionGroupManager(ConfigManager):
@@ -47,9 +65,11 @@ class SubscriptionGroupManager(ConfigManager):
         self.data_version.assign(wrapper.dataVersion)
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
-        """The group's config, created with defaults if allowed; None when unknown and not creatable."""
+        """The group's config, created with defaults if allowed; None when unknown and not creatable
+        (auto-creation off, or a name Java's clients would refuse)."""
         config = self.table.get(group)
-        if config is None and (self.auto_create or group.startswith(SYS_GROUP_PREFIX)):
+        if (config is None and (self.auto_create or group.startswith(SYS_GROUP_PREFIX))
+                and validate_group(group) is None):
             config = SubscriptionGroupConfig(groupName=group)
             self.table[group] = config
             self.data_version.next_version()

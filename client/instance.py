@@ -29,11 +29,27 @@ from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keye
 from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
 from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
 from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
+from rocketmq_py.remoting.protocol.topic import MAX_QUEUE_NUMS
 from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader
 
 log = logging.getLogger("rocketmq.client")
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+def bounded_route(topic: str, route: TopicRouteData) -> TopicRouteData:
+    """``route`` with each broker's queue counts within 0..MAX_QUEUE_NUMS. Every member expands a
+    route into one queue per count on each refresh and rebalance, and a NameServer (ours, or a
+    Java one, which bounds nothing) may hold whatever a broker registered: 2,147,483,647 queues
+    would hang them all. The counts beyond are not used, with a warning."""
+    for qd in route.queueDatas:
+        for name in ("readQueueNums", "writeQueueNums"):
+            count = getattr(qd, name)
+            if not 0 <= count <= MAX_QUEUE_NUMS:
+                bounded = min(max(count, 0), MAX_QUEUE_NUMS)
+                log.warning("route of %s: broker %s has %s %d, using %d", topic, qd.brokerName, name, count, bounded)
+                setattr(qd, name, bounded)
+    return route
 
 
 @dataclass
@@ -217,7 +233,7 @@ class MQClientInstance:
                 answers.append(f"{addr}: {exc}")
                 continue
             if response.code == ResponseCode.SUCCESS and response.body:
-                return TopicRouteData.decode(response.body)
+                return bounded_route(topic, TopicRouteData.decode(response.body))
             answers.append(f"{addr}: code {response.code} {(response.remark or '').splitlines()[0]}")
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
                 break  # a definite answer: every NameServer holds the same routes

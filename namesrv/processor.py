@@ -17,6 +17,7 @@ from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.header import INT32_MAX
 from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.remoting.protocol.namesrv import (
     AddWritePermOfBrokerRequestHeader,
@@ -37,8 +38,8 @@ from rocketmq_py.remoting.protocol.namesrv import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from rocketmq_py.remoting.protocol.route import RegisterBrokerBody, TopicList
-from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper
+from rocketmq_py.remoting.protocol.route import MASTER_ID, RegisterBrokerBody, TopicList
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper, queue_nums_problem
 from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketmq.namesrv")
 
+# Broker ids are Java longs, but the C++ client keeps a route's brokerAddrs as map<int, string>,
+# and every deployment numbers its slaves from 1: a larger id is refused rather than routed.
+MAX_BROKER_ID = INT32_MAX
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
@@ -116,6 +120,10 @@ class DefaultRequestProcessor:
 
     async def register_broker(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(RegisterBrokerRequestHeader)
+        if not MASTER_ID <= h.brokerId <= MAX_BROKER_ID:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"the custom field <brokerId> is out of range: {h.brokerId} (0 is the master, "
+                                    f"1 to {MAX_BROKER_ID} its slaves)")
         body = request.body or b""
         if h.bodyCrc32 and (zlib.crc32(body) & 0x7FFFFFFF) != h.bodyCrc32:
             log.warning("receive registerBroker request,crc32 not match, from %s", conn.remote_addr)
@@ -139,6 +147,11 @@ class DefaultRequestProcessor:
             except (ValidationError, ValueError, zlib.error) as exc:
                 log.warning("bad registerBroker body from %s: %s", conn.remote_addr, exc)
                 return request.response(ResponseCode.SYSTEM_ERROR, f"bad register broker body: {_short(exc)}")
+        for topic, config in (wrapper.topicConfigTable.items() if wrapper is not None else ()):
+            problem = queue_nums_problem(config.readQueueNums, config.writeQueueNums, least=0)
+            if problem:  # refused whole: a route with it would hang every client that expands it
+                return request.response(ResponseCode.SYSTEM_ERROR,
+                                        f"bad register broker body: topic[{topic}]: {problem}")
         result = self.routes.register_broker(h.clusterName, h.brokerAddr, h.brokerName, h.brokerId,
                                              h.haServerAddr, wrapper, filters, conn)
         return request.response(

@@ -10,11 +10,13 @@ from pydantic import ValidationError
 
 from rocketmq_py.broker.runtime_info import prepare_runtime_info
 from rocketmq_py.broker.stats_manager import CallSnapshot, StatsItem
+from rocketmq_py.broker.subscription_group_manager import validate_group
 from rocketmq_py.broker.topic_config_manager import validate_topic
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.header import shown
 from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.remoting.protocol.admin import (
     BrokerStatsData,
@@ -38,8 +40,10 @@ from rocketmq_py.remoting.protocol.broker import (
 )
 from rocketmq_py.remoting.protocol.route import KVTable
 from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
-from rocketmq_py.remoting.protocol.topic import TopicConfig, TopicFilterType
+from rocketmq_py.remoting.protocol.topic import MAX_QUEUE_NUMS, TopicConfig, TopicFilterType, queue_nums_problem
 from rocketmq_py.remoting.server import RemotingServer
+
+_TOPIC_FILTER_TYPES = frozenset(TopicFilterType.__members__)
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -86,14 +90,19 @@ class AdminBrokerProcessor:
         if self.broker.topic_config_manager.is_system_topic(h.topic):
             return request.response(ResponseCode.SYSTEM_ERROR,
                                     f"The topic[{h.topic}] is conflict with system topic.")
+        if h.topicFilterType not in _TOPIC_FILTER_TYPES:  # Java's TopicFilterType.valueOf
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"the custom field <topicFilterType> is not a TopicFilterType: "
+                                    f"{shown(h.topicFilterType)} (SINGLE_TAG or MULTI_TAG)")
+        problem = queue_nums_problem(h.readQueueNums, h.writeQueueNums)
+        if problem:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"topic[{h.topic}]: {problem}")
         try:
             config = TopicConfig(topicName=h.topic, readQueueNums=h.readQueueNums, writeQueueNums=h.writeQueueNums,
                                  perm=h.perm, topicFilterType=TopicFilterType(h.topicFilterType),
                                  topicSysFlag=h.topicSysFlag or 0, order=bool(h.order))
         except ValueError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad topic config: {exc}")
-        if config.readQueueNums <= 0 or config.writeQueueNums <= 0:
-            return request.response(ResponseCode.SYSTEM_ERROR, "queue numbers must be positive")
         self.broker.topic_config_manager.update_topic_config(config)
         return request.response()
 
@@ -178,6 +187,11 @@ class AdminBrokerProcessor:
             config = SubscriptionGroupConfig.decode(request.body)
         except (ValidationError, ValueError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        problem = validate_group(config.groupName)
+        if problem is None and not 0 <= config.retryQueueNums <= MAX_QUEUE_NUMS:
+            problem = f"retryQueueNums {config.retryQueueNums} is out of range: 0 to {MAX_QUEUE_NUMS}"
+        if problem:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {problem}")
         self.broker.subscription_group_manager.update_subscription_group_config(config)
         return request.response()
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from rocketmq_py.broker.client_channel import ClientChannelInfo
 from rocketmq_py.broker.filter import FilterError
 from rocketmq_py.broker.filter.expression_filter import compile_cached
+from rocketmq_py.broker.subscription_group_manager import validate_group
 from rocketmq_py.remoting.codes import SERIALIZE_TYPES_FIELD, RequestCode, ResponseCode, SerializeType
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
@@ -51,6 +52,10 @@ class ClientManageProcessor:
             data = HeartbeatData.decode(request.body)
         except (ValidationError, ValueError) as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {_first_error(exc)}")
+        for group in [c.groupName for c in data.consumerDataSet] + [p.groupName for p in data.producerDataSet]:
+            problem = validate_group(group)
+            if problem:  # refused whole, before any group is registered
+                return request.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {problem}")
         broker = self.broker
         info = ClientChannelInfo(conn, data.clientID, request.language, request.version)
         for consumer in data.consumerDataSet:

@@ -455,8 +455,14 @@ class SendMessageProcessor(RequestProcessor):
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or header.topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
             return request.response(ResponseCode.MESSAGE_ILLEGAL,
                                     f"batch request does not support retry group {header.topic}")
+        body = request.body or b""
+        max_size = self.broker.message_store.config.maxMessageSize
+        if len(body) > max_size:  # Java's batch encoder: the whole batch within maxMessageSize
+            return request.response(ResponseCode.MESSAGE_ILLEGAL,
+                                    f"message size exceeded: the batch body is {len(body)} bytes, over maxMessageSize "
+                                    f"{max_size}")
         try:
-            batch = self._batch(conn, header, queue_id, request.body or b"", topic_config)
+            batch = self._batch(conn, header, queue_id, body, topic_config)
         except RecordError as exc:
             return request.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
         store = self.broker.message_store

@@ -61,6 +61,23 @@ class TopicFilterType(StrEnum):
 DEFAULT_READ_QUEUE_NUMS = 16
 DEFAULT_WRITE_QUEUE_NUMS = 16
 
+# The most read or write queues a topic may have on one broker. Java sets no bound beyond int32,
+# and every client expands a route into one MessageQueue per queue on each refresh and rebalance:
+# a topic created with 2,147,483,647 queues hangs every producer and consumer that looks it up.
+# Deployments use tens to hundreds per broker, and 5.x's own largest topic (its benchmark topic)
+# has 1,024; 65,536 leaves sixty-four times that, while a route of that size still costs a client
+# milliseconds (docs/request-fields.md).
+MAX_QUEUE_NUMS = 65536
+
+
+def queue_nums_problem(read_queue_nums: int, write_queue_nums: int, least: int = 1) -> str | None:
+    """None when a topic's queue counts are within ``least``..MAX_QUEUE_NUMS, else the reason,
+    naming the field (answered as a remark)."""
+    for name, value in (("readQueueNums", read_queue_nums), ("writeQueueNums", write_queue_nums)):
+        if not least <= value <= MAX_QUEUE_NUMS:
+            return f"{name} {value} is out of range: a topic has {least} to {MAX_QUEUE_NUMS} queues on a broker"
+    return None
+
 
 class TopicConfig(JsonBody):
     order: bool = False
