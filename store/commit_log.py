@@ -327,17 +327,19 @@ class CommitLog:
 
     def _place(self, offset: int, size: int) -> tuple[MappedFile, int]:
         """The file and position for ``size`` bytes at ``offset`` (``_offset_for``'s answer): the
-        current file, or the next one, after the current one ends with a BLANK record."""
+        current file, or the next one, after which the current one ends with a BLANK record. The
+        next file is made first: when it cannot be (OSError), nothing is written."""
         files = self.queue.files
         mf = files[-1] if files else self.queue.get_last_mapped_file(0)
         pos = offset - mf.file_from_offset
         file_size = self.queue.file_size
         if pos >= file_size:
-            end = mf.wrote_position
+            last = mf
+            mf = self.queue.get_last_mapped_file(0, roll=True)
+            end = last.wrote_position
             if end < file_size:
-                _BLANK.pack_into(mf.mm, end, file_size - end, BLANK_MAGIC_CODE)
-                mf.wrote_position = file_size
-            mf = self.queue.get_last_mapped_file(0)
+                _BLANK.pack_into(last.mm, end, file_size - end, BLANK_MAGIC_CODE)
+                last.wrote_position = file_size
             pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
             self.warmer.request(mf, pos + size)

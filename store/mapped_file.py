@@ -336,13 +336,15 @@ class MappedFileQueue:
     def last(self) -> MappedFile | None:
         return self.files[-1] if self.files else None
 
-    def get_last_mapped_file(self, start_offset: int = 0) -> MappedFile:
-        """The file to write into, creating the next one when the last is full (or none exists).
+    def get_last_mapped_file(self, start_offset: int = 0, *, roll: bool = False) -> MappedFile:
+        """The file to write into, creating the next one when the last is full (or none exists),
+        or, with ``roll``, even when it is not (the CommitLog ends it with a BLANK record only
+        once the next one exists, so a put that cannot have one changes nothing).
 
         Raises OSError when no new file can be made: ENOSPC for a full disk (``space_check`` or
         the reservation), EMFILE when the process is out of descriptors; nothing is left behind."""
         last = self.last()
-        if last is not None and not last.is_full:
+        if last is not None and not last.is_full and not roll:
             return last
         create_offset = start_offset - start_offset % self.file_size if last is None else \
             last.file_from_offset + self.file_size
