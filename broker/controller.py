@@ -52,6 +52,7 @@ from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
 from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.remoting.tls import client_ssl_context
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.message_store import DefaultMessageStore
 
@@ -108,7 +109,8 @@ class BrokerController:
             self.access_validator.install(self.remoting_server, self.fast_server)
             for server in (self.remoting_server, self.fast_server):
                 AdminAclProcessor(self, self.access_validator.manager).register(server)
-        self.outer_api = BrokerOuterAPI()
+        self.outer_api = BrokerOuterAPI(client_ssl_context(self.server_config) if self.server_config.tls_enable
+                                        else None)
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wakeup: asyncio.Event | None = None
         self.listen_port = self.server_config.listenPort

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import zlib
 
-from rocketmq_py.remoting.client import RemotingClient
+from rocketmq_py.remoting.client import ClientConfig, RemotingClient
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -17,8 +18,9 @@ log = logging.getLogger("rocketmq.broker")
 
 
 class BrokerOuterAPI:
-    def __init__(self) -> None:
-        self.client = RemotingClient()
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        # TLS to the NameServers when the broker has tls.enable=true (Java: NettyClientConfig.useTLS)
+        self.client = RemotingClient(ClientConfig(ssl_context=ssl_context))
 
     async def register_broker_all(self, namesrv_addrs: list[str], header: RegisterBrokerRequestHeader,
                                   body: RegisterBrokerBody, timeout: float, compressed: bool = False

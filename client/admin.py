@@ -7,6 +7,7 @@ brokers: topic creation goes to every master of a cluster, progress sums over ev
 from __future__ import annotations
 
 import json
+import ssl
 from dataclasses import dataclass
 
 from rocketmq_py.client.allocate import MessageQueue
@@ -49,9 +50,10 @@ class TopicOffset:
 
 class Admin:
     def __init__(self, namesrv_addr: str | None = None, *, timeout: float = 5.0, instance_name: str = "admin",
-                 session_credentials: SessionCredentials | None = None) -> None:
+                 session_credentials: SessionCredentials | None = None,
+                 use_tls: bool | ssl.SSLContext = False) -> None:
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
-                                   session_credentials=session_credentials)
+                                   session_credentials=session_credentials, use_tls=use_tls)
         self.timeout = timeout
         self._instance: MQClientInstance | None = None
 

@@ -12,6 +12,7 @@ import itertools
 import logging
 import os
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, dec
 from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
 from rocketmq_py.remoting.protocol.topic import MAX_QUEUE_NUMS
 from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader
+from rocketmq_py.remoting.tls import client_ssl_context
 
 log = logging.getLogger("rocketmq.client")
 
@@ -69,6 +71,14 @@ class ClientConfig:
     # An ACL account: every request this client writes, to NameServers and brokers, is signed
     # with it (Java's AclClientRPCHook); None sends unsigned requests.
     session_credentials: SessionCredentials | None = None
+    # TLS to NameServers and brokers (Java's ClientConfig.useTLS): True for Java's default client
+    # context (the server's certificate not verified), or an SSLContext of the caller's.
+    use_tls: bool | ssl.SSLContext = False
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        if isinstance(self.use_tls, ssl.SSLContext):
+            return self.use_tls
+        return client_ssl_context() if self.use_tls else None
 
     def namesrv_addrs(self) -> list[str]:
         addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
@@ -117,6 +127,7 @@ class MQClientInstance:
         self._route_lookups: dict[str, asyncio.Future[TopicRouteData]] = {}
         self._started = False
         self.remoting.config.busy_poll_max_micros = self.config.busy_poll_max_micros
+        self.remoting.config.ssl_context = self.config.tls_context()
         if self.config.session_credentials is not None:
             self.remoting.rpc_hooks.append(AclClientRPCHook(self.config.session_credentials))
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
@@ -365,13 +376,13 @@ class MQClientManager:
 
     # Keyed by client id and credentials: clients of one instance name that sign as different
     # accounts must not share connections whose requests one account signs.
-    _instances: dict[tuple[str, SessionCredentials | None], MQClientInstance] = {}
-    _users: dict[tuple[str, SessionCredentials | None], int] = {}
+    _instances: dict[tuple[str, SessionCredentials | None, object], MQClientInstance] = {}
+    _users: dict[tuple[str, SessionCredentials | None, object], int] = {}
 
     @classmethod
     async def acquire(cls, config: ClientConfig) -> MQClientInstance:
         client_id = build_client_id(config.instance_name)
-        key = (client_id, config.session_credentials)
+        key = (client_id, config.session_credentials, config.use_tls)
         instance = cls._instances.get(key)
         if instance is None:
             instance = cls._instances[key] = MQClientInstance(config, client_id)
@@ -381,7 +392,7 @@ class MQClientManager:
 
     @classmethod
     async def release(cls, instance: MQClientInstance) -> None:
-        key = (instance.client_id, instance.config.session_credentials)
+        key = (instance.client_id, instance.config.session_credentials, instance.config.use_tls)
         left = cls._users.get(key, 1) - 1
         if left <= 0:
             cls._users.pop(key, None)

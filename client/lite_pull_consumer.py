@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -145,10 +146,11 @@ class LitePullConsumer:
                  pull_threshold_for_all: int = 10000, broker_suspend_max_time: float = 20.0,
                  rebalance_interval: float = 20.0,
                  allocate_strategy: AllocateMessageQueueStrategy | str | None = None,
-                 session_credentials: SessionCredentials | None = None) -> None:
+                 session_credentials: SessionCredentials | None = None,
+                 use_tls: bool | ssl.SSLContext = False) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
-                                   session_credentials=session_credentials)
+                                   session_credentials=session_credentials, use_tls=use_tls)
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import random
+import ssl
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -107,10 +108,11 @@ class Producer:
                  compress_msg_body_over: int = 4096, max_message_size: int = 4 * 1024 * 1024,
                  default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
                  send_latency_fault_enable: bool = False,
-                 session_credentials: SessionCredentials | None = None) -> None:
+                 session_credentials: SessionCredentials | None = None,
+                 use_tls: bool | ssl.SSLContext = False) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
-                                   session_credentials=session_credentials)
+                                   session_credentials=session_credentials, use_tls=use_tls)
         self.send_msg_timeout = send_msg_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_msg_body_over = compress_msg_body_over

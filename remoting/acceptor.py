@@ -20,8 +20,11 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import time
 from collections.abc import Callable
+
+from rocketmq_py.remoting.tls import TlsMode, sniff_tls
 
 log = logging.getLogger("rocketmq.remoting")
 
@@ -35,8 +38,15 @@ BACKLOG = 1024
 class Acceptor:
     """Accepts connections on ``host:port`` and hands each to ``protocol_factory`` on the loop."""
 
-    def __init__(self, protocol_factory: Callable[[], asyncio.Protocol]) -> None:
+    def __init__(self, protocol_factory: Callable[[], asyncio.Protocol], *, tls_mode: TlsMode = TlsMode.DISABLED,
+                 ssl_context: ssl.SSLContext | None = None, first_byte_timeout: float | None = None,
+                 handshake_timeout: float = 10.0) -> None:
         self._factory = protocol_factory
+        # permissive / enforcing TLS (remoting/tls.py): each connection's first byte chooses
+        self._tls_mode = tls_mode
+        self._ssl_context = ssl_context
+        self._first_byte_timeout = first_byte_timeout
+        self._handshake_timeout = handshake_timeout
         self.sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reserve = -1
@@ -96,10 +106,37 @@ class Acceptor:
 
     async def _connect(self, conn: socket.socket) -> None:
         assert self._loop is not None
+        if self._tls_mode is not TlsMode.DISABLED:
+            await self._connect_tls(conn)
+            return
         try:
             await self._loop.connect_accepted_socket(self._factory, conn)
         except OSError as exc:
             log.warning("dropping an accepted connection: %s", exc)
+            conn.close()
+
+    async def _connect_tls(self, conn: socket.socket) -> None:
+        """A connection of a TLS-minded server: TLS when its first byte opens a handshake, else
+        plaintext (permissive) or closed with a WARN line (enforcing)."""
+        assert self._loop is not None
+        peer = "?"
+        try:
+            with contextlib.suppress(OSError):
+                peer = ":".join(str(p) for p in conn.getpeername()[:2])
+            tls = await sniff_tls(conn, self._first_byte_timeout)
+            if tls is None:
+                conn.close()
+                return
+            if not tls and self._tls_mode is TlsMode.ENFORCING:
+                log.warning("closing the plaintext connection from %s: tls.server.mode=enforcing takes TLS only",
+                            peer)
+                conn.close()
+                return
+            await self._loop.connect_accepted_socket(
+                self._factory, conn, ssl=self._ssl_context if tls else None,
+                ssl_handshake_timeout=self._handshake_timeout if tls else None)
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            log.info("connection from %s closed before it was served: %s", peer, str(exc) or type(exc).__name__)
             conn.close()
 
     def _refuse_one(self, exc: OSError) -> bool:

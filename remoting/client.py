@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class ClientConfig:
     max_pending: int = DEFAULT_MAX_PENDING
     # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
+    # TLS on every connection this client makes (Java's useTLS / tls.enable); None: plaintext.
+    # remoting.tls.client_ssl_context builds one from the tls.client.* keys.
+    ssl_context: ssl.SSLContext | None = None
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -109,7 +113,8 @@ class RemotingClient:
                     lambda: RemotingConnection(self.processors, _ClientEvents(self, addr),
                                                max_frame_size=cfg.max_frame_size, max_pending=cfg.max_pending,
                                                poller=busy_poller(cfg.busy_poll_max_micros, loop)),
-                    host, port)
+                    host, port, ssl=cfg.ssl_context,
+                    ssl_handshake_timeout=cfg.connect_timeout if cfg.ssl_context is not None else None)
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {cfg.connect_timeout}s") from None
         except OSError as exc:

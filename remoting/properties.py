@@ -92,7 +92,8 @@ def apply_properties(models: Sequence[type[BaseModel]], props: Mapping[str, Any]
     built: list[BaseModel] = []
     used: set[str] = set()
     for model in models:
-        fields = set(model.model_fields)
+        # Keys are field names, or aliases where a RocketMQ name is no identifier (tls.server.mode).
+        fields = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
         values = {k: v for k, v in props.items() if k in fields}
         used |= values.keys()
         try:
@@ -108,7 +109,7 @@ def format_properties(*models: BaseModel) -> str:
     """``key=value`` lines, the form ``-p`` prints and UPDATE/GET_*_CONFIG bodies carry."""
     lines: list[str] = []
     for model in models:
-        for name, value in model.model_dump().items():
+        for name, value in model.model_dump(by_alias=True).items():
             if value is None:
                 continue  # unset: leaving it out keeps it unset when read back
             if isinstance(value, bool):

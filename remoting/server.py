@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
 from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.tls import TlsMode
 
 log = logging.getLogger("rocketmq.remoting")
 
@@ -33,6 +35,9 @@ class ServerConfig:
     shutdown_grace: float = 5.0
     # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
+    # tls.server.mode and the context its TLS connections use (remoting/tls.py).
+    tls_mode: TlsMode = TlsMode.DISABLED
+    ssl_context: ssl.SSLContext | None = None
 
 
 class _ServerEvents(ConnectionEvents):
@@ -90,13 +95,19 @@ class RemotingServer:
         def factory() -> RemotingConnection:
             return RemotingConnection(self.processors, self._events, max_frame_size=cfg.max_frame_size, poller=poller)
 
-        acceptor = Acceptor(factory)
+        if cfg.tls_mode is not TlsMode.DISABLED and cfg.ssl_context is None:
+            raise ValueError(f"tls.server.mode={cfg.tls_mode.value} needs an SSL context")
+        acceptor = Acceptor(factory, tls_mode=cfg.tls_mode, ssl_context=cfg.ssl_context,
+                            first_byte_timeout=cfg.channel_max_idle or None)
         try:
             try:
                 await acceptor.start(cfg.host, cfg.port)
                 self._acceptor = acceptor
             except NotImplementedError:  # a proactor loop: its own accept loop, without the EMFILE refusal
-                self._server = await loop.create_server(factory, cfg.host, cfg.port, reuse_address=True)
+                if cfg.tls_mode is TlsMode.PERMISSIVE:
+                    raise ValueError("tls.server.mode=permissive needs a selector event loop; use enforcing") from None
+                self._server = await loop.create_server(factory, cfg.host, cfg.port, reuse_address=True,
+                                                        ssl=cfg.ssl_context)
         except OSError as exc:
             raise AddressInUseError.check(exc, cfg.host, cfg.port) from None
         self._housekeeping = loop.create_task(self._housekeep())

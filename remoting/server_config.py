@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.server import ServerConfig
+from rocketmq_py.remoting.tls import TlsConfig, server_ssl_context
 
 
-class NettyServerConfig(BaseModel):
-    model_config = ConfigDict(validate_assignment=True)
+class NettyServerConfig(TlsConfig):
+    """Listener settings; with Java's tls.* keys beside them (TlsConfig), which a Java daemon
+    takes from system properties and ours from the same properties file as the rest."""
+
+    model_config = ConfigDict(validate_assignment=True, populate_by_name=True)
 
     listenPort: int = 8888
     bindAddress: str = "0.0.0.0"
@@ -25,4 +29,5 @@ class NettyServerConfig(BaseModel):
         return ServerConfig(host=self.bindAddress, port=self.listenPort if port is None else port,
                             max_frame_size=self.frameMaxLength,
                             channel_max_idle=float(self.serverChannelMaxIdleTimeSeconds),
-                            busy_poll_max_micros=self.serverBusyPollMaxMicros)
+                            busy_poll_max_micros=self.serverBusyPollMaxMicros,
+                            tls_mode=self.tls_server_mode, ssl_context=server_ssl_context(self))

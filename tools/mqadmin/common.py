@@ -41,6 +41,8 @@ ADMIN_TIMEOUT = 5.0
 # accessKey and secretKey (where Java's mqadmin reads them, AclUtils.getAclRPCHook).
 _credentials: contextvars.ContextVar[SessionCredentials | None] = contextvars.ContextVar("mqadmin_credentials",
                                                                                       default=None)
+# --tls: every connection TLS (Java's mqadmin: -Dtls.enable=true)
+_use_tls: contextvars.ContextVar[bool] = contextvars.ContextVar("mqadmin_tls", default=False)
 TOOLS_FILE = os.path.join("conf", "tools.yml")
 
 
@@ -89,7 +91,7 @@ def run_admin(namesrv: str | None, job: Callable[[Admin], Awaitable[T]]) -> T:
 
     async def main() -> T:
         async with Admin(namesrv, timeout=ADMIN_TIMEOUT, instance_name=f"mqadmin-{os.getpid()}",
-                         session_credentials=_credentials.get()) as admin:
+                         session_credentials=_credentials.get(), use_tls=_use_tls.get()) as admin:
             return await job(admin)
 
     return asyncio.run(main())
@@ -100,6 +102,8 @@ _ACL_PARAMETERS = [
                       default=typer.Option(None, "--ak", help="ACL accessKey to sign requests with")),
     inspect.Parameter("signing_secret_key", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                       default=typer.Option(None, "--sk", help="ACL secretKey of --ak")),
+    inspect.Parameter("tls_enable", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                      default=typer.Option(False, "--tls", help="TLS to the NameServers and brokers (tls.enable)")),
 ]
 
 
@@ -111,12 +115,14 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
         def run(*args: Any, **kwargs: Any) -> None:
             access_key = kwargs.pop("signing_access_key", None)
             secret_key = kwargs.pop("signing_secret_key", None)
+            tls_token = _use_tls.set(bool(kwargs.pop("tls_enable", False)))
             try:
                 token = _credentials.set(_session_credentials(access_key, secret_key))
                 try:
                     fn(*args, **kwargs)
                 finally:
                     _credentials.reset(token)
+                    _use_tls.reset(tls_token)
             except typer.Exit:
                 raise
             except (CommandError, MQClientError, RemotingError, OSError, TimeoutError, ValueError) as exc:
@@ -126,7 +132,7 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
                 typer.echo(f"mqadmin {name}: {type(exc).__name__}: {one_line(exc)}", err=True)
                 raise typer.Exit(1) from None
 
-        # Every command takes the ACL account's flags, without each command declaring them.
+        # Every command takes the ACL account's and TLS flags, without each command declaring them.
         sig = inspect.signature(fn)
         run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *_ACL_PARAMETERS])  # type: ignore[attr-defined]
         return app.command(name, help=help_text)(run)
