@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from echo import echo_server, measure_streams_echo
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.client import ClientConfig
 from rocketmq_py.remoting.codes import SerializeType, offers_serialize_type
 from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.protocol.broker import (
@@ -77,9 +79,10 @@ def send_header(topic: str, queue_id: int, batch: bool = False) -> dict[str, str
     return ext
 
 
-async def connect(addr: str) -> RemotingClient:
-    """A client that has greeted the broker as the SDK's instance does, taking its header offer."""
-    client = RemotingClient()
+async def connect(addr: str, ssl_context: ssl.SSLContext | None = None) -> RemotingClient:
+    """A client that has greeted the broker as the SDK's instance does, taking its header offer
+    (over TLS with ``ssl_context``: bench/tls_send.py)."""
+    client = RemotingClient(ClientConfig(ssl_context=ssl_context))
     r = await client.invoke(addr, RemotingCommand.request(
         RequestCode.HEART_BEAT, None, HeartbeatData(clientID="bench@1").encode()), 10)
     if offers_serialize_type(r.ext_fields, SerializeType.MSGPACK):
@@ -95,8 +98,9 @@ async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
         raise RuntimeError(r.remark)
 
 
-async def measure_send(addr: str, topic: str, in_flight: int, seconds: float) -> float:
-    client = await connect(addr)
+async def measure_send(addr: str, topic: str, in_flight: int, seconds: float,
+                       ssl_context: ssl.SSLContext | None = None) -> float:
+    client = await connect(addr, ssl_context)
     await create_topic(client, addr, topic)
     done = 0
     deadline = time.perf_counter() + seconds
