@@ -192,6 +192,9 @@ _BODY_LEN_AT = {flags: 84 + (12 if flags & 0x10 else 0) + (12 if flags & 0x20 el
 _SCAN_TOPICS: set[bytes] = set()
 # The kernel's largest readahead of one fault, seen here: 8 MiB.
 COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
+# Blocks reserved ahead of the CommitLog's writer at a time (docs/store-disk-full.md): one
+# fallocate per 8 MiB written, and a 1 GiB file costs disk as it fills.
+COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
 
 
 class CommitLog:
@@ -203,7 +206,8 @@ class CommitLog:
         # writer, and pulls of old data after a restart read ahead as usual.
         self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
                                      warm=config.warmMapedFileEnable,
-                                     no_readahead=COMMIT_LOG_NO_READAHEAD if self.warmer.enabled else 0)
+                                     no_readahead=COMMIT_LOG_NO_READAHEAD if self.warmer.enabled else 0,
+                                     reserve_chunk=COMMIT_LOG_RESERVE_CHUNK)
         # (topic, queueId) -> next queue offset, rebuilt from the consume queues at start.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.last_store_timestamp = 0
@@ -335,15 +339,30 @@ class CommitLog:
         file_size = self.queue.file_size
         if pos >= file_size:
             last = mf
-            mf = self.queue.get_last_mapped_file(0, roll=True)
             end = last.wrote_position
+            if end < file_size and end + END_FILE_MIN_BLANK_LENGTH > last.reserved:
+                last.reserve(end + END_FILE_MIN_BLANK_LENGTH, 0)  # the BLANK's blocks, before anything changes
+            mf = self.queue.get_last_mapped_file(0, roll=True)
             if end < file_size:
                 _BLANK.pack_into(last.mm, end, file_size - end, BLANK_MAGIC_CODE)
                 last.wrote_position = file_size
             pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
-            self.warmer.request(mf, pos + size)
+            self._ahead(mf, pos + size)
         return mf, pos
+
+    def _ahead(self, mf: MappedFile, end: int) -> None:
+        """Before a write up to ``end``: the blocks reserved (DiskFullError when the disk has no
+        room; nothing is written then) and the pages warmed, ahead of the writer. ``warm_mark``
+        stays half a chunk short of the reservation, so the put path checks one position for
+        both."""
+        # Half a chunk always reserved past the writer: the warmer populates up to 4 MiB ahead.
+        half = COMMIT_LOG_RESERVE_CHUNK // 2
+        if mf.reserved < mf.file_size and end + half > mf.reserved:
+            mf.reserve(end + half, half)
+        self.warmer.request(mf, end)
+        if mf.reserved < mf.file_size and mf.warm_mark > mf.reserved - half:
+            mf.warm_mark = mf.reserved - half
 
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> AppendMessageResult:
         """Append messages as consecutive records of one file: one store time, one clock read and

@@ -37,6 +37,8 @@ _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _MAX_TIME_DIFF = 2**31 - 1
 _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
+# Entry blocks reserved ahead of the writer at a time: a 400 MB file costs disk as it fills.
+_RESERVE_CHUNK = 4 * 1024 * 1024
 _KEYS = raw_property_prefix(MessageConst.KEYS)
 _UNIQ_KEY = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
@@ -89,10 +91,13 @@ class IndexFile:
         self.path = path
         self.readonly = readonly
         self.size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        # Bytes from the start whose blocks are known reserved: the header and slots (written
+        # anywhere) when the file is made, the entries as they are appended (_reserve).
+        self.reserved = 0
         # Named by creation time, not by offset, so it is mapped here rather than as a MappedFile.
         self.mm = self._map(create=not readonly)
         self.reload_header()
-        self.entries_pos = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         self._slots: array | None = None
         if self.is_write_full:
             # Only read by queries from now on, which map it for the query: a long history of
@@ -110,7 +115,9 @@ class IndexFile:
                     raise ValueError(f"{self.path} is not (yet) {self.size} bytes")
                 try:
                     os.ftruncate(fd, self.size)
-                    reserve_blocks(fd, self.size)
+                    reserve = min(self.size, self.entries_pos + _RESERVE_CHUNK)
+                    reserve_blocks(fd, reserve)
+                    self.reserved = reserve
                 except OSError:
                     os.remove(self.path)
                     raise
@@ -150,6 +157,9 @@ class IndexFile:
         n = min(len(hashes) - start, self.index_num - count)
         if n <= 0:
             return 0
+        end = self.entries_pos + (count + n) * INDEX_SIZE
+        if end > self.reserved:
+            self._reserve(end)  # before anything changes: OSError (ENOSPC) leaves the file as it was
         mm = self.mm
         slots = self._slot_values()
         slot_num = self.hash_slot_num
@@ -199,6 +209,15 @@ class IndexFile:
             mm.flush()
             mm.close()
         return n
+
+    def _reserve(self, end: int) -> None:
+        target = min(self.size, end + _RESERVE_CHUNK)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, target - self.reserved, self.reserved)
+        finally:
+            os.close(fd)
+        self.reserved = target
 
     def select_phy_offset(self, h: int, max_num: int, begin: int, end: int) -> list[int]:
         if not self.mm.closed:

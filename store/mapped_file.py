@@ -47,28 +47,31 @@ class DiskFullError(OSError):
         self.needed = needed
 
 
-def reserve_blocks(fd: int, size: int) -> None:
-    """Have the filesystem reserve the blocks of a store file's first ``size`` bytes.
+def reserve_blocks(fd: int, size: int, offset: int = 0) -> None:
+    """Have the filesystem reserve the blocks of a store file's bytes ``offset`` to
+    ``offset + size``.
 
     A mapped page of a sparse file gets its block only when first written, and a block the disk
-    no longer has is a SIGBUS that kills the process. Reserving them here turns a full disk into
-    an OSError (ENOSPC) at creation, where a put can be refused (docs/store-disk-full.md). Where
-    the filesystem cannot reserve (posix_fallocate unsupported), the file stays sparse."""
-    if not hasattr(os, "posix_fallocate"):
+    no longer has is a SIGBUS that kills the process. Reserving them before they are written
+    turns a full disk into an OSError (ENOSPC), where a put can be refused
+    (docs/store-disk-full.md). Where the filesystem cannot reserve (posix_fallocate unsupported),
+    the file stays sparse."""
+    if size <= 0 or not hasattr(os, "posix_fallocate"):
         return
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, offset, size)
     except OSError as exc:
         if exc.errno not in _NO_RESERVE_ERRNOS:
             raise
 
 
-def create_reserved(path: str, size: int) -> None:
-    """A new file of ``size`` bytes with its blocks reserved; nothing left behind on failure."""
+def create_reserved(path: str, size: int, reserve: int | None = None) -> None:
+    """A new file of ``size`` bytes with its first ``reserve`` bytes' blocks reserved (all of
+    them by default); nothing left behind on failure."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.ftruncate(fd, size)
-        reserve_blocks(fd, size)
+        reserve_blocks(fd, size if reserve is None else min(size, reserve))
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -77,13 +80,13 @@ def create_reserved(path: str, size: int) -> None:
     os.close(fd)
 
 
-def _allocate(path: str, file_size: int, warm: bool) -> str:
-    """Create a CommitLog file ahead of need, its blocks reserved (``reserve_blocks``), or, when
-    ``warm`` (Java's warmMapedFileEnable), also zero-written and synced, so puts never fault on
-    a fresh page nor make a later fsync write the file's zeros. Every call here releases the GIL
-    while the kernel works. The file is mapped by the thread that takes it (the mapping budget is
-    the event loop's)."""
-    create_reserved(path, file_size)
+def _allocate(path: str, file_size: int, warm: bool, reserve: int) -> str:
+    """Create a CommitLog file ahead of need, its first ``reserve`` bytes' blocks reserved
+    (``reserve_blocks``), or, when ``warm`` (Java's warmMapedFileEnable), all of them, zero-written
+    and synced, so puts never fault on a fresh page nor make a later fsync write the file's
+    zeros. Every call here releases the GIL while the kernel works. The file is mapped by the
+    thread that takes it (the mapping budget is the event loop's)."""
+    create_reserved(path, file_size, file_size if warm else reserve)
     if warm:
         fd = os.open(path, os.O_RDWR)
         try:
@@ -148,7 +151,7 @@ MAPPINGS = _Mappings()
 
 
 class MappedFile:
-    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path",
+    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path", "reserved",
                  "warm_mark", "warm_requested", "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
@@ -159,6 +162,8 @@ class MappedFile:
         self.file_from_offset = int(os.path.basename(path))
         self.mm = _UNMAPPED
         self._address: int | None = None
+        # Bytes from the start whose blocks are known reserved (``reserve``); writers stay below.
+        self.reserved = 0
         size = os.path.getsize(path)
         if size != file_size:
             raise ValueError(f"{path} has {size} bytes, expected {file_size}: refusing to load")
@@ -182,6 +187,22 @@ class MappedFile:
                 os.close(fd)
             MAPPINGS.add(self)
         return mm
+
+    def reserve(self, end: int, chunk: int) -> None:
+        """Blocks reserved up to ``end`` and ``chunk`` bytes past it (within the file), before a
+        writer goes there; DiskFullError when the disk has no room, and nothing changes."""
+        target = min(self.file_size, max(end, self.reserved) + chunk)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            reserve_blocks(fd, target - self.reserved, self.reserved)
+        except OSError as exc:
+            if exc.errno in DISK_FULL_ERRNOS:
+                raise DiskFullError(f"cannot reserve {self.path} up to byte {target}: {exc.strerror}",
+                                    target - self.reserved) from exc
+            raise
+        finally:
+            os.close(fd)
+        self.reserved = target
 
     @property
     def cold(self) -> bool:
@@ -282,9 +303,13 @@ class MappedFileQueue:
     """The files of one log (the CommitLog, or one consume queue) in offset order."""
 
     def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False,
-                 no_readahead: int | None = None) -> None:
+                 no_readahead: int | None = None, reserve_chunk: int = 0) -> None:
         self.store_path = store_path
         self.file_size = file_size
+        # 0: a new file's blocks are all reserved when it is made (ConsumeQueue files, small).
+        # Else only this much, and the writer reserves more as it goes (MappedFile.reserve): a
+        # 1 GiB CommitLog file costs disk as it fills, as a sparse one did.
+        self.reserve_chunk = reserve_chunk
         # Head of each new file advised MADV_RANDOM (MappedFile.advise_no_readahead); all of it
         # by default.
         self.no_readahead = file_size if no_readahead is None else no_readahead
@@ -323,15 +348,14 @@ class MappedFileQueue:
         (or copied sparse) may lack; on a full disk it stays as it is and is mapped anyway:
         refusing to start would keep every stored message from its consumers."""
         mf = self.files[-1]
-        fd = os.open(mf.path, os.O_RDWR)
+        mf.mapping()
+        if self.reserve_chunk:
+            return  # the writer reserves from the start of the file before its first write
         try:
-            reserve_blocks(fd, self.file_size)
+            mf.reserve(self.file_size, 0)
         except OSError as exc:
             log.error("cannot reserve the blocks of %s: %s; puts into it may fail while the disk is full",
                       mf.path, exc)
-        finally:
-            os.close(fd)
-        mf.mapping()
 
     def last(self) -> MappedFile | None:
         return self.files[-1] if self.files else None
@@ -372,12 +396,13 @@ class MappedFileQueue:
                 mf = MappedFile(path, self.file_size)
             else:
                 # Reserved here, never warmed: warming a whole file would stall this put.
-                create_reserved(path, self.file_size)
+                create_reserved(path, self.file_size, self.reserve_chunk or None)
                 try:
                     mf = MappedFile(path, self.file_size)
                 except BaseException:
                     os.remove(path)
                     raise
+                mf.reserved = min(self.file_size, self.reserve_chunk or self.file_size)
                 mf.advise_no_readahead(self.no_readahead)
         return mf
 
@@ -407,7 +432,8 @@ class MappedFileQueue:
             return
         path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + self.file_size))
         if not os.path.exists(path):
-            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm)
+            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm,
+                                           self.reserve_chunk or self.file_size)
 
     def _take_preallocated(self, offset: int) -> MappedFile | None:
         """The file made ahead for ``offset``, waiting for it if it is still being made (as Java
@@ -429,6 +455,8 @@ class MappedFileQueue:
         except BaseException:
             os.remove(path)
             raise
+        mf.reserved = self.file_size if self.warm or not self.reserve_chunk else min(self.file_size,
+                                                                                     self.reserve_chunk)
         mf.advise_no_readahead(self.no_readahead)
         return mf
 

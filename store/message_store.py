@@ -497,25 +497,54 @@ class DefaultMessageStore:
             return None
         return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=self._disk_full_remark)
 
-    def _reserve_queue(self, topic: str, queue_id: int, count: int) -> None:
+    def _reserve_queue(self, topic: str, queue_id: int, count: int) -> ConsumeQueue | None:
         """The ConsumeQueue files for ``count`` more units of a queue, made before the CommitLog
-        takes their records (``ConsumeQueue.reserve``)."""
+        takes their records (``ConsumeQueue.reserve``); the queue when it was made for this put
+        (``_drop_made`` removes it again if the put is refused)."""
         queues = self.consume_queue_table.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
+        made = None
         if cq is None:
-            cq = self.find_consume_queue(topic, queue_id)
+            cq = made = self.find_consume_queue(topic, queue_id)
         if not cq.has_room(count):
-            cq.reserve(self.commit_log.topic_queue_table.get((topic, queue_id), 0), count)
+            try:
+                cq.reserve(self.commit_log.topic_queue_table.get((topic, queue_id), 0), count)
+            except OSError:
+                self._drop_made(made)
+                raise
+        return made
 
-    def _reserve_run(self, entries: Sequence[RunEntry]) -> None:
+    def _reserve_run(self, entries: Sequence[RunEntry]) -> list[ConsumeQueue]:
         count = len(entries)  # a bound on any one queue's share of the run
         seen = set()
-        for entry in entries:
-            if entry[6] & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                key = entry[0], entry[1]
-                if key not in seen:
-                    seen.add(key)
-                    self._reserve_queue(key[0], key[1], count)
+        made: list[ConsumeQueue] = []
+        try:
+            for entry in entries:
+                if entry[6] & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
+                    key = entry[0], entry[1]
+                    if key not in seen:
+                        seen.add(key)
+                        cq = self._reserve_queue(key[0], key[1], count)
+                        if cq is not None:
+                            made.append(cq)
+        except OSError:
+            self._drop_made(*made)
+            raise
+        return made
+
+    def _drop_made(self, *queues: ConsumeQueue | None) -> None:
+        """Queues made for a put that was refused, removed: a refused put leaves no trace."""
+        for cq in queues:
+            if cq is None:
+                continue
+            cq.destroy()
+            topic_queues = self.consume_queue_table.get(cq.topic)
+            if topic_queues is not None and topic_queues.get(cq.queue_id) is cq:
+                del topic_queues[cq.queue_id]
+                if not topic_queues:
+                    del self.consume_queue_table[cq.topic]
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(self._cq_root(), cq.topic))
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
         result = self.append_message(msg)
@@ -568,13 +597,16 @@ class DefaultMessageStore:
         if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
                 (refused := self._refused()) is not None:
             return refused
+        made = None
         try:
             if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                self._reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
+                made = self._reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
             result = self.commit_log.append_batch(batch)
         except OSError as exc:
+            self._drop_made(made)
             return self._create_failed(exc)
         if result.status is not _APPENDED:
+            self._drop_made(made)
             return self._not_appended(result)
         self._dispatch_batch(batch, result)
         if self.index_dispatch is not None:
@@ -588,13 +620,16 @@ class DefaultMessageStore:
         if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
                 (refused := self._refused()) is not None:
             return refused
+        made = None
         try:
             if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                self._reserve_queue(msg.topic, msg.queue_id, 1)
+                made = self._reserve_queue(msg.topic, msg.queue_id, 1)
             result = self.commit_log.append_message(msg)
         except OSError as exc:
+            self._drop_made(made)
             return self._create_failed(exc)
         if result.status is not _APPENDED:
+            self._drop_made(made)
             return self._not_appended(result)
         self._dispatch(msg, result.wrote_bytes, True)
         if self.index_dispatch is not None:
@@ -608,12 +643,15 @@ class DefaultMessageStore:
         if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
                 (refused := self._refused()) is not None:
             return refused
+        made: list[ConsumeQueue] = []
         try:
-            self._reserve_run(entries)
+            made = self._reserve_run(entries)
             result = self.commit_log.append_run(entries, born_host, store_host)
         except OSError as exc:
+            self._drop_made(*made)
             return self._create_failed(exc)
         if result.status is not _APPENDED:
+            self._drop_made(*made)
             return self._not_appended(result)
         self._dispatch_run(entries, result)
         if self.index_dispatch is not None:

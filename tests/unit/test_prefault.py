@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketmq_py.store.commit_log import COMMIT_LOG_NO_READAHEAD, CommitLog
+from rocketmq_py.store.commit_log import COMMIT_LOG_NO_READAHEAD, COMMIT_LOG_RESERVE_CHUNK, CommitLog
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
 from rocketmq_py.store.mapped_file import MappedFile
@@ -107,7 +107,8 @@ def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
     try:
         log.append_message(message("T", b"z" * 100))
         mf = log.queue.files[-1]
-        assert mf.warm_mark == FILE_SIZE  # not asked again for this file
+        # Back at the mark only to reserve more blocks (CommitLog._ahead), never to warm.
+        assert mf.warm_mark == mf.reserved - COMMIT_LOG_RESERVE_CHUNK // 2
         assert log.warmer.populated == 0 and log.warmer._thread is None
     finally:
         log.queue.close()

@@ -15,13 +15,15 @@ from tests.store_helpers import STORE_HOST, batch, message, small_config
 
 
 def _refusing(errno_value: int, refuse: list[bool]):  # type: ignore[no-untyped-def]
-    real = mapped_file.create_reserved
+    """``reserve_blocks`` failing while ``refuse[0]``: at file creation and as the CommitLog's
+    writer reserves ahead."""
+    real = mapped_file.reserve_blocks
 
-    def create(path: str, size: int) -> None:
-        if refuse[0]:
-            raise OSError(errno_value, os.strerror(errno_value), path)
-        real(path, size)
-    return create
+    def reserve(fd: int, size: int, offset: int = 0) -> None:
+        if refuse[0] and size > 0:
+            raise OSError(errno_value, os.strerror(errno_value))
+        real(fd, size, offset)
+    return reserve
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -36,7 +38,7 @@ async def test_refused_file_creation_changes_nothing(tmp_path_factory: pytest.Te
     record in the log), before and after a restart."""
     root = str(tmp_path_factory.mktemp("full"))
     refuse = [False]
-    monkeypatch.setattr(mapped_file, "create_reserved", _refusing(code, refuse))
+    monkeypatch.setattr(mapped_file, "reserve_blocks", _refusing(code, refuse))
     # ConsumeQueue files of 5 units and CommitLog files of 4 KiB: most puts need a new file.
     cfg = small_config(root, mappedFileSizeConsumeQueue=100, mappedFileSizeCommitLog=4096,
                        messageIndexInChildProcess=False)
