@@ -234,6 +234,7 @@ class MQClientInstance:
             raise NoRouteError(f"No name server address, set namesrv_addr or NAMESRV_ADDR (topic {topic})")
         start = next(self._ns_index)
         answers = []
+        reached = False
         for i in range(len(addrs)):
             addr = addrs[(start + i) % len(addrs)]
             try:
@@ -243,13 +244,15 @@ class MQClientInstance:
             except RemotingError as exc:
                 answers.append(f"{addr}: {exc}")
                 continue
+            reached = True
             if response.code == ResponseCode.SUCCESS and response.body:
                 return bounded_route(topic, TopicRouteData.decode(response.body))
             answers.append(f"{addr}: code {response.code} {(response.remark or '').splitlines()[0]}")
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
                 break  # a definite answer: every NameServer holds the same routes
+        # The code is what a NameServer answered; None when not one of them could be reached.
         raise NoRouteError(f"No route info of this topic: {topic}; NameServers answered: {'; '.join(answers)}",
-                           ResponseCode.TOPIC_NOT_EXIST)
+                           ResponseCode.TOPIC_NOT_EXIST if reached else None)
 
     async def update_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData:
         """Look ``topic``'s route up and cache it. Callers asking while a look-up of it is under

@@ -341,6 +341,8 @@ class Producer:
             route = await instance.update_topic_route(topic, timeout)
             info = TopicPublishInfo(topic, route)
         except NoRouteError as first:
+            if first.code is None:
+                raise  # no NameServer reached: the template topic would not be reached either
             # Auto-creation: send with the template topic's route; the broker creates the topic
             # from TBW102 if its autoCreateTopicEnable allows (behaviours.md §6).
             try:

@@ -25,7 +25,7 @@ from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.bench_stats import LatencyRecorder, Window
-from rocketmq_py.tools.cli import NamesrvOption, main_entry, one_line
+from rocketmq_py.tools.cli import NamesrvOption, hinted, main_entry
 
 app = typer.Typer(name="mqbench", add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -211,7 +211,7 @@ def _run(job: Callable[[], object], side: str) -> None:
     try:
         asyncio.run(job())  # type: ignore[arg-type]
     except (MQClientError, OSError, TimeoutError, ValueError) as exc:
-        typer.echo(f"mqbench {side}: {one_line(exc)}", err=True)
+        typer.echo(f"mqbench {side}: {hinted(exc)}", err=True)
         raise typer.Exit(1) from None
 
 

@@ -110,3 +110,17 @@ def test_mqcluster_up_with_a_conf_port_in_use_points_at_free_ports(held_port: in
     home = os.path.join(str(tmp_path), "cluster")
     result = run_cli("mqcluster", "up", "--home", home, "--conf-root", conf_root)
     result.failed_with_one_line(f"namesrv: 127.0.0.1:{held_port} is in use: pass --free-ports")
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("mqadmin", ["clusterList"]),
+    ("mqadmin", ["topicRoute", "-t", "T"]),
+    ("mqbench", ["produce", "-t", "T", "-d", "1"]),
+])
+def test_no_namesrv_listening_is_one_line_naming_n(tool: str, args: list[str]) -> None:
+    with socket.socket() as s:  # bound then closed: a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    result = run_cli(tool, *args, "-n", f"127.0.0.1:{free}", timeout=60)
+    line = result.failed_with_one_line(f"127.0.0.1:{free}", "pass -n host:port or set NAMESRV_ADDR")
+    assert "autoCreateTopicEnable" not in line, "no NameServer was reached, so nothing is known of TBW102"

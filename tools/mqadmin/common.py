@@ -27,7 +27,7 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.exceptions import RemotingError
-from rocketmq_py.tools.cli import NamesrvOption, main_entry, one_line
+from rocketmq_py.tools.cli import NamesrvOption, hinted, main_entry, one_line
 
 __all__ = ["NamesrvOption", "main_entry", "one_line"]
 
@@ -126,7 +126,7 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
             except typer.Exit:
                 raise
             except (CommandError, MQClientError, RemotingError, OSError, TimeoutError, ValueError) as exc:
-                typer.echo(f"mqadmin {name}: {one_line(exc)}", err=True)
+                typer.echo(f"mqadmin {name}: {hinted(exc)}", err=True)
                 raise typer.Exit(1) from None
             except Exception as exc:  # an unexpected answer: still one line, with the exception's type
                 typer.echo(f"mqadmin {name}: {type(exc).__name__}: {one_line(exc)}", err=True)
