@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.spark.records import tags_of
+from rocketmq_py.remoting.acl import SessionCredentials
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -31,8 +32,9 @@ class OptionError(ValueError):
 # load()/save(), a stream writer's checkpointLocation) reach the source too and are not ours to refuse.
 SOURCE_OPTIONS = ("namesrvAddr", "topic", "startingOffsets", "endingOffsets", "startingTimestamp",
                   "endingTimestamp", "subExpression", "minPartitions", "maxOffsetsPerTrigger", "failOnDataLoss",
-                  "consumerGroup", "pullBatchSize", "pullsInFlight", "rowsPerBatch", "timeout")
-SINK_OPTIONS = ("namesrvAddr", "topic", "producerGroup", "batchSize", "timeout")
+                  "consumerGroup", "pullBatchSize", "pullsInFlight", "rowsPerBatch", "timeout", "accessKey",
+                  "secretKey")
+SINK_OPTIONS = ("namesrvAddr", "topic", "producerGroup", "batchSize", "timeout", "accessKey", "secretKey")
 SPARK_OPTIONS = frozenset({"path", "checkpointlocation"})
 
 
@@ -43,6 +45,17 @@ def _refuse_unknown(opts: Mapping[str, str], known: tuple[str, ...], what: str) 
     if unknown:
         raise OptionError(f"unknown {what} option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                           f"known: {', '.join(known)}")
+
+
+def _credentials(opts: Mapping[str, str]) -> SessionCredentials | None:
+    """accessKey and secretKey: the ACL account every request of the read or write is signed
+    with (docs/acl.md); both or neither."""
+    access_key, secret_key = opts.get("accesskey"), opts.get("secretkey")
+    if not access_key and not secret_key:
+        return None
+    if not access_key or not secret_key:
+        raise OptionError("options accessKey and secretKey go together: set both (an ACL account) or neither")
+    return SessionCredentials(access_key, secret_key)
 
 
 def queue_key(mq: MessageQueue) -> str:
@@ -125,6 +138,7 @@ class SourceOptions:
     pulls_in_flight: int
     rows_per_batch: int
     timeout: float
+    credentials: SessionCredentials | None = None
 
     @property
     def pull_group(self) -> str:
@@ -172,6 +186,7 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         pulls_in_flight=_int(opts, "pullsInFlight", 4, 1) or 4,
         rows_per_batch=_int(opts, "rowsPerBatch", 8192, 1) or 8192,
         timeout=_float(opts, "timeout", 10.0),
+        credentials=_credentials(opts),
     )
 
 
@@ -182,6 +197,7 @@ class SinkOptions:
     producer_group: str
     batch_size: int
     timeout: float
+    credentials: SessionCredentials | None = None
 
 
 def sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -194,4 +210,5 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         producer_group=opts.get("producergroup") or "SPARK_PRODUCER_GROUP",
         batch_size=_int(opts, "batchSize", 64, 1) or 64,
         timeout=_float(opts, "timeout", 10.0),
+        credentials=_credentials(opts),
     )

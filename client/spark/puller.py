@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import time
 
+from rocketmq_py.remoting.acl import SessionCredentials, sign_request
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rocketmq_py.remoting.frame import FrameDecoder, encode_frame
@@ -22,9 +23,10 @@ _RECV_SIZE = 1 << 20
 class BlockingPuller:
     """One connection to one broker; requests go out in windows, answers are matched by opaque."""
 
-    def __init__(self, addr: str, timeout: float) -> None:
+    def __init__(self, addr: str, timeout: float, credentials: SessionCredentials | None = None) -> None:
         self.addr = addr
         self.timeout = timeout
+        self._credentials = credentials
         host, _, port = addr.rpartition(":")
         try:
             self._sock = socket.create_connection((host, int(port)), timeout)
@@ -36,7 +38,10 @@ class BlockingPuller:
         self._waiting: set[int] = set()
 
     def send(self, requests: list[RemotingCommand]) -> list[int]:
-        """Write ``requests`` at once; their opaques, to ``receive`` by."""
+        """Write ``requests`` at once (signed, with an ACL account); their opaques, to ``receive`` by."""
+        if self._credentials is not None:
+            for request in requests:
+                sign_request(request, self._credentials)
         self._sock.sendall(b"".join(map(encode_frame, requests)))
         opaques = [r.opaque for r in requests]
         self._waiting.update(opaques)

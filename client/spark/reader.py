@@ -43,7 +43,7 @@ def data_loss(what: str, fail: bool) -> None:
 
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
     """Every message of ``part`` (tag-filtered), in queue order, ``rowsPerBatch`` rows at a time."""
-    puller = BlockingPuller(part.broker_addr, opts.timeout)
+    puller = BlockingPuller(part.broker_addr, opts.timeout, opts.credentials)
     try:
         yield from _read(puller, part, opts)
     finally:

@@ -55,7 +55,8 @@ def _message(row: Any, fields: set[str], default_topic: str | None) -> Message:
 def send_rows(opts: SinkOptions, schema: StructType, rows: Iterator[Any]) -> int:
     """Send every row, in per-topic batches; raises on the first refused batch."""
     fields = set(schema.fieldNames())
-    producer = BlockingProducer(opts.producer_group, opts.namesrv_addr, instance_name="spark-sink")
+    producer = BlockingProducer(opts.producer_group, opts.namesrv_addr, instance_name="spark-sink",
+                                session_credentials=opts.credentials)
     producer.start()
     sent = 0
     pending: dict[str, list[Message]] = {}

@@ -83,7 +83,7 @@ class RocketMQBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         o = self.opts
-        view = TopicView(o.namesrv_addr, o.topic, o.timeout)
+        view = TopicView(o.namesrv_addr, o.topic, o.timeout, o.credentials)
         try:
             queues = view.queues()
             start = resolve(o.starting_offsets, o.starting_timestamp, queues, view, "startingOffsets")
@@ -117,7 +117,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _topic(self) -> TopicView:
         if self._view is None:
-            self._view = TopicView(self.opts.namesrv_addr, self.opts.topic, self.opts.timeout)
+            self._view = TopicView(self.opts.namesrv_addr, self.opts.topic, self.opts.timeout, self.opts.credentials)
         return self._view
 
     def initialOffset(self) -> dict[str, int]:

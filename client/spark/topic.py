@@ -14,6 +14,7 @@ from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, queue_key
 from rocketmq_py.client.sync import run_sync
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.route import MASTER_ID
 from rocketmq_py.remoting.protocol.topic import PermName
 
@@ -26,8 +27,8 @@ class QueueState:
     max_offset: int
 
 
-async def _admin(namesrv: str, timeout: float) -> Admin:
-    admin = Admin(namesrv, timeout=timeout, instance_name="spark-driver")
+async def _admin(namesrv: str, timeout: float, credentials: SessionCredentials | None) -> Admin:
+    admin = Admin(namesrv, timeout=timeout, instance_name="spark-driver", session_credentials=credentials)
     await admin.start()
     return admin
 
@@ -35,9 +36,10 @@ async def _admin(namesrv: str, timeout: float) -> Admin:
 class TopicView:
     """A started Admin for one topic; ``close()`` it when planning (or the stream) ends."""
 
-    def __init__(self, namesrv_addr: str, topic: str, timeout: float = 10.0) -> None:
+    def __init__(self, namesrv_addr: str, topic: str, timeout: float = 10.0,
+                 credentials: SessionCredentials | None = None) -> None:
         self.topic = topic
-        self.admin = run_sync(_admin(namesrv_addr, timeout))
+        self.admin = run_sync(_admin(namesrv_addr, timeout, credentials))
 
     def close(self) -> None:
         run_sync(self.admin.shutdown())
