@@ -17,11 +17,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(BASE): pyproject.toml | $(BIN)/python
+$(BASE): pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $(BASE)
 
-$(FULL): pyproject.toml | $(BIN)/python
+$(FULL): pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	touch $(FULL) $(BASE)
 
