@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import typer
 from rich.console import Console
@@ -23,6 +24,7 @@ from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.bench_stats import LatencyRecorder, Window
 from rocketmq_py.tools.cli import NamesrvOption, hinted, main_entry
@@ -114,7 +116,7 @@ def _install_stop(run: _Run) -> None:
 
 
 async def _produce(namesrv: str | None, topic: str, size: int, in_flight: int, duration: float, count: int | None,
-                   batch: int, keys: bool, rate: float, as_json: bool) -> int:
+                   batch: int, keys: bool, rate: float, as_json: bool, access: Access) -> int:
     console = Console(width=None if os.isatty(1) else 200)
     run = _Run(duration, count, "Send", console, rate)
     recorder = LatencyRecorder()
@@ -149,7 +151,8 @@ async def _produce(namesrv: str | None, topic: str, size: int, in_flight: int, d
             recorder.record((time.perf_counter() - started) * 1000, n)
             run.add(n)
 
-    async with Producer("benchmark_producer", namesrv, instance_name=f"bench-{os.getpid()}") as producer:
+    async with Producer("benchmark_producer", namesrv, instance_name=f"bench-{os.getpid()}",
+                        session_credentials=access.credentials, use_tls=access.tls) as producer:
         # One send first, so a dead NameServer or an unroutable topic fails fast with its reason.
         if run.claim(1):
             await producer.send(message())
@@ -165,13 +168,14 @@ async def _produce(namesrv: str | None, topic: str, size: int, in_flight: int, d
 
 
 async def _consume(namesrv: str | None, topic: str, group: str, duration: float, count: int | None,
-                   from_first: bool, as_json: bool) -> int:
+                   from_first: bool, as_json: bool, access: Access) -> int:
     console = Console(width=None if os.isatty(1) else 200)
     run = _Run(duration, count, "Consume", console)
     recorder = LatencyRecorder()  # born-to-consume RT (B2C)
     store_rt = LatencyRecorder()  # store-to-consume RT (S2C)
     progress, task = _progress(console, count, "consume")
     consumer = LitePullConsumer(group, namesrv, instance_name=f"bench-{os.getpid()}", pull_batch_size=32,
+                                session_credentials=access.credentials, use_tls=access.tls,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET if from_first
                                 else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
     consumer.subscribe(topic)
@@ -215,6 +219,26 @@ def _run(job: Callable[[], object], side: str) -> None:
         raise typer.Exit(1) from None
 
 
+@dataclass(frozen=True)
+class Access:
+    """How the benchmark's clients reach the cluster: an ACL account, TLS."""
+
+    credentials: SessionCredentials | None = None
+    tls: bool = False
+
+
+def _access(access_key: str | None, secret_key: str | None, tls: bool) -> Access:
+    if bool(access_key) != bool(secret_key):
+        typer.echo("mqbench: --ak and --sk go together: pass both (an ACL account) or neither", err=True)
+        raise typer.Exit(2)
+    return Access(SessionCredentials(access_key, secret_key) if access_key and secret_key else None, tls)
+
+
+AccessKeyOption = typer.Option(None, "--ak", help="ACL accessKey to sign requests with")
+SecretKeyOption = typer.Option(None, "--sk", help="ACL secretKey of --ak")
+TlsOption = typer.Option(False, "--tls", help="TLS to the NameServers and brokers")
+
+
 def _check(duration: float, count: int | None) -> None:
     if duration < 0 or (count is not None and count <= 0):
         typer.echo("mqbench: --duration must be >= 0 and --count positive", err=True)
@@ -233,12 +257,17 @@ def produce(
     rate: float = typer.Option(0, "-r", "--rate", help="At most this many messages per second (0: no limit)"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = typer.Option(False, "--json", help="Also print the summary as one JSON line"),
+    access_key: str | None = AccessKeyOption,
+    secret_key: str | None = SecretKeyOption,
+    tls: bool = TlsOption,
 ) -> None:
     _check(duration, count)
+    access = _access(access_key, secret_key, tls)
     if size <= 0 or in_flight <= 0 or batch <= 0 or rate < 0:
         typer.echo("mqbench produce: -s, -w and -b must be positive, -r not negative", err=True)
         raise typer.Exit(2)
-    _run(lambda: _produce(namesrv, topic, size, in_flight, duration, count, batch, keys, rate, as_json), "produce")
+    _run(lambda: _produce(namesrv, topic, size, in_flight, duration, count, batch, keys, rate, as_json, access),
+         "produce")
 
 
 @app.command("consume", help="Benchmark consumer: TPS and born/store-to-consume RT")
@@ -250,9 +279,13 @@ def consume(
     from_first: bool = typer.Option(False, "--from-first", help="A new group starts at the first offset"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = typer.Option(False, "--json", help="Also print the summary as one JSON line"),
+    access_key: str | None = AccessKeyOption,
+    secret_key: str | None = SecretKeyOption,
+    tls: bool = TlsOption,
 ) -> None:
     _check(duration, count)
-    _run(lambda: _consume(namesrv, topic, group, duration, count, from_first, as_json), "consume")
+    access = _access(access_key, secret_key, tls)
+    _run(lambda: _consume(namesrv, topic, group, duration, count, from_first, as_json, access), "consume")
 
 
 def main() -> None:

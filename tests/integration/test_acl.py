@@ -334,3 +334,19 @@ def test_mqadmin_acl_commands(daemons: DaemonSet, tmp_path: Path) -> None:
     listed = run_cli("mqadmin", "getAccessConfigSubCommand", *as_admin, "--json", env=env).ok().json()
     assert listed[broker.addr]["globalWhiteAddrs"] == ["127.0.0.1"]
     assert run_cli("mqadmin", "clusterAclConfigVersion", *as_admin, "--json", env=env).ok().json()[0]["counter"] == 3
+
+
+def test_mqbench_signs_with_ak_sk(daemons: DaemonSet, tmp_path: Path) -> None:
+    acl = _acl_file(tmp_path)
+    ns = daemons.namesrv()
+    daemons.broker(ns.addr, "aclEnable=true", f"aclPlainFile={acl}")
+    bench = ("produce", "-t", TOPIC, "-m", "20", "-n", ns.addr, "--json")
+    run_cli("mqbench", *bench, "--ak", "client-ak").failed_with_one_line("--ak and --sk go together")
+    signed = run_cli("mqbench", *bench, "--ak", "client-ak", "--sk", "client-secret").ok()
+    summary = json.loads(signed.stdout.strip().splitlines()[-1])
+    assert summary["side"] == "send" and summary["failed"] == 0, summary
+    refused = run_cli("mqbench", *bench, "--ak", "client-ak", "--sk", "wrong-secret")
+    # the SDK's retry warnings come first; the command's own line is the last
+    last = refused.stderr.strip().splitlines()[-1]
+    assert refused.returncode == 1 and last.startswith("mqbench produce:"), refused.stderr
+    assert "Check signature failed for accessKey=client-ak" in last
