@@ -20,6 +20,7 @@ from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.client import Admin, LitePullConsumer, Message, MQClientError, Producer, SessionCredentials
 from rocketmq_py.client.lite_pull_consumer import ConsumeFromWhere
+from rocketmq_py.client.sync import BlockingProducer
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.remoting import RemotingClient
@@ -350,3 +351,23 @@ def test_mqbench_signs_with_ak_sk(daemons: DaemonSet, tmp_path: Path) -> None:
     last = refused.stderr.strip().splitlines()[-1]
     assert refused.returncode == 1 and last.startswith("mqbench produce:"), refused.stderr
     assert "Check signature failed for accessKey=client-ak" in last
+
+
+def test_blocking_facade_signs(daemons: DaemonSet, tmp_path: Path) -> None:
+    acl = _acl_file(tmp_path)
+    ns = daemons.namesrv()
+    daemons.broker(ns.addr, "aclEnable=true", f"aclPlainFile={acl}")
+    client = SessionCredentials("client-ak", "client-secret")
+    producer = BlockingProducer("AclProducer", ns.addr, instance_name="blocking", session_credentials=client)
+    producer.start()
+    try:
+        assert producer.send(Message(TOPIC, b"blocking")).send_status.name == "SEND_OK"
+    finally:
+        producer.shutdown()
+    anonymous = BlockingProducer("AclProducer", ns.addr, instance_name="blocking-anon")
+    anonymous.start()
+    try:
+        with pytest.raises(MQClientError, match="No accessKey is configured"):
+            anonymous.send(Message(TOPIC, b"refused"))
+    finally:
+        anonymous.shutdown()
