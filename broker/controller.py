@@ -52,7 +52,7 @@ from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
 from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.remoting.server_config import NettyServerConfig
-from rocketmq_py.remoting.tls import client_ssl_context
+from rocketmq_py.remoting.tls import TlsMode, client_ssl_context, server_ssl_context
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.message_store import DefaultMessageStore
 
@@ -87,6 +87,11 @@ class BrokerController:
         self.message_store = DefaultMessageStore(self.store_config)
         self.stats_manager = BrokerStatsManager(self)
         self.schedule_message_service = ScheduleMessageService(self.message_store)
+        # The HA connection goes over TLS between brokers set to enforce it (docs/tls.md).
+        if self.server_config.tls_server_mode is TlsMode.ENFORCING:
+            self.message_store.ha_service.server_ssl = server_ssl_context(self.server_config)
+        if self.server_config.tls_enable:
+            self.message_store.ha_service.ha_client.client_ssl = client_ssl_context(self.server_config)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
                                                 self.message_store.get_max_offset_in_queue,

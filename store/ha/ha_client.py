@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,8 @@ class HAClient:
         self.stopped_reason: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
+        # TLS to the master's HA port, set by a broker with tls.enable=true (docs/tls.md)
+        self.client_ssl: ssl.SSLContext | None = None
 
     def update_master_address(self, addr: str) -> None:
         if addr == self.master_address:
@@ -69,7 +72,10 @@ class HAClient:
             assert addr is not None
             host, _, port = addr.rpartition(":")
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), CONNECT_TIMEOUT)
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(host, int(port), ssl=self.client_ssl,
+                                            server_hostname="" if self.client_ssl is not None else None),
+                    CONNECT_TIMEOUT)
             except (OSError, TimeoutError, ValueError) as exc:
                 log.warning("HAClient: connect to master %s failed: %s", addr, exc)
                 await asyncio.sleep(cfg.haSendHeartbeatInterval / 1000)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import TYPE_CHECKING
 
 from rocketmq_py.store.ha.ha_client import HAClient
@@ -82,15 +83,18 @@ class HAService:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
+        # TLS on the HA port (rocketmq-py's addition: 4.9's HA is plain TCP), set by a broker
+        # whose tls.server.mode is enforcing (docs/tls.md)
+        self.server_ssl: ssl.SSLContext | None = None
 
     # -- master -----------------------------------------------------------------------------
 
     async def start(self, host: str) -> None:
         """Listen on haListenPort (0: any free port), as every role of Java's broker does."""
         self._server = await asyncio.start_server(self._accept, host, self.store.config.haListenPort,
-                                                  reuse_address=True)
+                                                  reuse_address=True, ssl=self.server_ssl)
         self.port = self._server.sockets[0].getsockname()[1]
-        log.info("HAService listening on %s:%d", host, self.port)
+        log.info("HAService listening on %s:%d%s", host, self.port, " (TLS)" if self.server_ssl else "")
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HAConnection(self, reader, writer)

@@ -4,8 +4,10 @@ checked when asked; the SDK, mqadmin and broker registration over TLS against re
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from rocketmq_py.remoting.properties import ConfigError
 from rocketmq_py.remoting.tls import TlsConfig, TlsMode, client_ssl_context, server_ssl_context
 from tests.integration.cli import run_cli
 from tests.integration.daemons import DaemonSet
+from tests.integration.ha_cluster import ha_addr, log_text, master, slave
 from tests.tls_certs import Pki, make_pki
 from tests.waiting import wait_for_async
 
@@ -179,3 +182,32 @@ async def test_enforcing_cluster_with_tls_registration_and_mqadmin(daemons: Daem
 
 def _log_text(lines: list[str], path: Path) -> str:
     return "\n".join(lines) + (path.read_text() if path.exists() else "")
+
+
+async def test_ha_replication_over_tls(daemons: DaemonSet, pki: Pki) -> None:
+    """Brokers enforcing TLS replicate over a TLS HA connection (rocketmq-py's addition), and the
+    HA port refuses a plaintext slave."""
+    ns = daemons.namesrv(*_tls_options(pki, "permissive")).addr
+    tls = (*_tls_options(pki, "enforcing"), "tls.enable=true")
+    m = master(daemons, ns, "ASYNC_MASTER", *tls)
+    s = slave(daemons, ns, *tls)
+    async with Producer("pg_ha_tls", ns, use_tls=True) as producer:
+        for i in range(50):
+            assert (await producer.send(Message("HaTls", f"m{i}".encode()))).send_status.name == "SEND_OK"
+    async with Admin(ns, use_tls=True) as admin:
+        async def offset(addr: str) -> int:
+            return int((await admin.fetch_broker_runtime_stats(addr))["commitLogMaxOffset"])
+
+        end = await offset(m.addr)
+
+        async def caught_up() -> bool:
+            return await offset(s.addr) >= end
+
+        assert await wait_for_async(caught_up, 20)
+    assert "(TLS)" in log_text(m)
+    host, port = ha_addr(m)
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(struct.pack(">q", 0))  # a plaintext slave's first report
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), 10) == b""  # closed, nothing replicated to it
+    writer.close()
