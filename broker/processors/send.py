@@ -25,7 +25,7 @@ from rocketmq_py.broker.topic_config_manager import (
 from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
-from rocketmq_py.remoting.header import INT32_MAX, INT64_MAX
+from rocketmq_py.remoting.header import INT32_MAX, INT64_MAX, parse_int, shown
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.message import (
@@ -485,7 +485,17 @@ class SendMessageProcessor(RequestProcessor):
             raise RecordError(f"the batch body is malformed: {exc}") from None
         if not entries:
             raise RecordError("the batch is empty")
+        if header.sysFlag & TRANSACTION_ROLLBACK_TYPE:  # Java's asyncPutMessages: not-type batches only
+            raise RecordError("batch messages cannot be delayed or transactional")
         header_props = string_to_properties(header.properties or "")
+        delay = header_props.get(MessageConst.DELAY_TIME_LEVEL)
+        if delay is not None:  # the batch's own level, read as Java's getDelayTimeLevel reads it
+            try:
+                level = parse_int(delay)
+            except ValueError:
+                raise RecordError(f"the delay level (property DELAY) {shown(delay)} is not an int") from None
+            if level > 0:
+                raise RecordError("batch messages cannot be delayed or transactional")
         header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
         header_props.pop(MessageConst.CLUSTER, None)
         fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]

@@ -266,6 +266,25 @@ def _refused_values(request: Request) -> list[str]:
     return refused
 
 
+def _delay_refused(request: Request) -> bool:
+    """Whether Java refuses the send for its DELAY property: one its Integer.parseInt throws on,
+    read for plain and committed messages (CommitLog.asyncPutMessage), or any positive level on
+    a batch (asyncPutMessages)."""
+    props = string_to_properties(request.ext.get(request.keys.get("properties", "properties"), ""))
+    delay = props.get("DELAY")
+    if delay is None:
+        return False
+    batch = request.code == RequestCode.SEND_BATCH_MESSAGE or \
+        request.ext.get(request.keys.get("batch", "batch"), "").lower() == "true"
+    if batch:
+        return not java_parses(delay, INT32) or int(delay) > 0
+    raw_sys_flag = request.ext.get(request.keys.get("sysFlag", "sysFlag"))
+    if raw_sys_flag is None:  # refused for that
+        return False
+    return int(raw_sys_flag) & TRANSACTION_ROLLBACK_TYPE in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE) \
+        and not java_parses(delay, INT32)
+
+
 def _acks(request: Request, response: RemotingCommand) -> list[Ack]:
     """The messages a SUCCESS answer to a send acknowledges."""
     ext = response.ext_fields or {}
@@ -314,6 +333,9 @@ class Run:
             assert response.remark, f"SYSTEM_ERROR without a remark for {request.code} {request.ext}"
         if not refused:
             self.bounds_kept(request, response)
+            if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+                assert not (_delay_refused(request) and response.code == ResponseCode.SUCCESS), (
+                    f"a send with a DELAY Java refuses was acknowledged: {request.ext}")
         if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE) \
                 and response.code == ResponseCode.SUCCESS:
             self.acks.extend(_acks(request, response))
