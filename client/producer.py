@@ -17,7 +17,7 @@ import ssl
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import (
@@ -56,6 +56,9 @@ from rocketmq_py.remoting.protocol.message import (
 )
 from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
 from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, PermName
+
+if TYPE_CHECKING:
+    from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 
 log = logging.getLogger("rocketmq.client")
 
@@ -109,7 +112,8 @@ class Producer:
                  default_topic_queue_nums: int = 4, create_topic_key: str = AUTO_CREATE_TOPIC_KEY,
                  send_latency_fault_enable: bool = False,
                  session_credentials: SessionCredentials | None = None,
-                 use_tls: bool | ssl.SSLContext = False) -> None:
+                 use_tls: bool | ssl.SSLContext = False, enable_msg_trace: bool = False,
+                 custom_trace_topic: str | None = None) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
                                    session_credentials=session_credentials, use_tls=use_tls)
@@ -127,6 +131,12 @@ class Producer:
         self._pending: set[asyncio.Task[None]] = set()
         self.shutdown_timeout = send_msg_timeout
         self._checked_topics: set[str] = set()
+        # Message trace (client/trace/): on when asked for or given its own topic, as Java's
+        # DefaultMQProducer(group, enableMsgTrace, customizedTraceTopic); off, sends pay one test.
+        self._trace: AsyncTraceDispatcher | None = None
+        if enable_msg_trace or custom_trace_topic:
+            from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+            self._trace = AsyncTraceDispatcher(group, "PRODUCER", custom_trace_topic, session_credentials, use_tls)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -136,6 +146,8 @@ class Producer:
         check_group(self.group)
         self._instance = await MQClientManager.acquire(self.config)
         self._instance.members[f"producer:{self.group}"] = self
+        if self._trace is not None:
+            await self._trace.start(self.config.namesrv_addr)
 
     async def shutdown(self) -> None:
         instance, self._instance = self._instance, None
@@ -152,6 +164,8 @@ class Producer:
         except TimeoutError:
             log.warning("unregister of producer %s cut short by its shutdown timeout", self.group)
         await MQClientManager.release(instance)
+        if self._trace is not None:
+            await self._trace.shutdown()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -212,6 +226,8 @@ class Producer:
                 last_error, last_broker = exc, mq.broker_name
                 continue
             self._record_latency(mq.broker_name, started, failed=False)
+            if self._trace is not None:
+                self._trace_send(instance, mq, msg.topic, props, len(body), result, started)
             return result
         raise MQClientError(f"Send [{attempts}] times, still failed, cost [{int((time.monotonic() - begin) * 1000)}]"
                             f"ms, Topic: {msg.topic}: {last_error or 'send timed out'}",
@@ -311,6 +327,15 @@ class Producer:
                 and check_user_properties(msg.properties) > MAX_PROPERTIES_LENGTH // 4:
             # Near the broker's limit: the whole string, as the send will write it.
             check_properties_length(properties_to_string(msg.to_properties()))
+
+    def _trace_send(self, instance: MQClientInstance, mq: MessageQueue, topic: str, props: dict[str, str],
+                    body_length: int, result: SendResult, started: float) -> None:
+        """The Pub record of a send the broker answered (client/trace/trace_hooks.py)."""
+        from rocketmq_py.client.trace.trace_hooks import send_message_after
+        assert self._trace is not None
+        started_ms = int((time.time() - (time.monotonic() - started)) * 1000)
+        send_message_after(self._trace, self.group, topic, props, body_length,
+                           instance.find_broker_address_in_publish(mq.broker_name) or "", result, started_ms)
 
     def _body(self, msg: Message) -> tuple[bytes, int]:
         body = msg.body

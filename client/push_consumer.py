@@ -40,6 +40,9 @@ from rocketmq_py.client.lite_pull_consumer import LitePullConsumer, _QueueState,
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.client.running_info import process_queue_info
+from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketmq_py.client.trace.trace_context import ConsumeReturnType, TraceContext
+from rocketmq_py.client.trace.trace_hooks import consume_message_after, consume_message_before
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -126,8 +129,15 @@ class PushConsumer(LitePullConsumer):
                  suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
                  pull_threshold_for_queue: int = 1000, pull_threshold_size_for_queue: int = 100,
                  pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
-                 consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
+                 consume_concurrently_max_span: int = 2000, enable_msg_trace: bool = False,
+                 custom_trace_topic: str | None = None, **kwargs: object) -> None:
         super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
+        # Message trace (client/trace/), as DefaultMQPushConsumer(group, enableMsgTrace,
+        # customizedTraceTopic): SubBefore and SubAfter around every listener call.
+        self._trace: AsyncTraceDispatcher | None = None
+        if enable_msg_trace or custom_trace_topic:
+            self._trace = AsyncTraceDispatcher(group, "CONSUMER", custom_trace_topic,
+                                               self.config.session_credentials)
         # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
         # while it caches this many messages or MiB (the topic limits, when set, are shared
         # out among the topic's queues), or while its oldest and newest cached offsets are
@@ -172,6 +182,8 @@ class PushConsumer(LitePullConsumer):
             # Java's copySubscription: failed messages come back through the group's retry topic.
             self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
         await super().start()
+        if self._trace is not None:
+            await self._trace.start(self.config.namesrv_addr)
         if self._orderly is not None:
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
 
@@ -199,6 +211,8 @@ class PushConsumer(LitePullConsumer):
         if self._inner_producer is not None:
             await self._inner_producer.shutdown()
             self._inner_producer = None
+        if self._trace is not None:
+            await self._trace.shutdown()
         self._stopping = False
 
     async def rebalance(self) -> None:
@@ -347,11 +361,17 @@ class PushConsumer(LitePullConsumer):
         assert self._listener is not None
         while True:
             async with self._slots:
+                trace = self._trace
+                before = consume_message_before(trace, self.group, [msg]) if trace is not None else None
+                return_type = ConsumeReturnType.SUCCESS
                 try:
                     status = await self._listener([msg])
                 except Exception:
                     log.exception("consumeMessage exception, group %s msg %s", self.group, msg.msg_id)
-                    status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+                    status, return_type = ConsumeConcurrentlyStatus.RECONSUME_LATER, ConsumeReturnType.EXCEPTION
+                if before is not None:
+                    self._trace_consumed(before, status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS, status,
+                                         return_type)
             if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
                 return
             if self.message_model == MessageModel.BROADCASTING:
@@ -364,6 +384,14 @@ class PushConsumer(LitePullConsumer):
             log.info("message %s could not be sent back; retrying locally in %.1fs (reconsumeTimes=%d)",
                      msg.msg_id, self.local_retry_delay, msg.reconsume_times)
             await asyncio.sleep(self.local_retry_delay)
+
+    def _trace_consumed(self, before: TraceContext, success: bool, status: object,
+                        return_type: ConsumeReturnType) -> None:
+        """SubAfter, with Java's return type: RETURNNULL for None, FAILED for a failure status."""
+        assert self._trace is not None
+        if return_type is ConsumeReturnType.SUCCESS and not success:
+            return_type = ConsumeReturnType.RETURNNULL if status is None else ConsumeReturnType.FAILED
+        consume_message_after(self._trace, before, 1, success, return_type)
 
     async def send_message_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK to the broker the message came from; False when it failed.
@@ -421,11 +449,17 @@ class PushConsumer(LitePullConsumer):
             await self.lock_all()
         for msg in msgs:
             while True:
+                trace = self._trace
+                before = consume_message_before(trace, self.group, [msg]) if trace is not None else None
+                return_type = ConsumeReturnType.SUCCESS
                 try:
                     status = await self._orderly([msg])
                 except Exception:
                     log.exception("consumeMessage exception, group %s msg %s", self.group, msg.msg_id)
-                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                    status, return_type = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, \
+                        ConsumeReturnType.EXCEPTION
+                if before is not None:
+                    self._trace_consumed(before, status == ConsumeOrderlyStatus.SUCCESS, status, return_type)
                 if status == ConsumeOrderlyStatus.SUCCESS:
                     break
                 if msg.reconsume_times >= self.effective_max_reconsume_times and \

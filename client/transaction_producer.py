@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from rocketmq_py.client.errors import ClientStateError, MQClientError
 from rocketmq_py.client.message import Message, SendResult, SendStatus
 from rocketmq_py.client.producer import DEFAULT_PRODUCER_GROUP, Producer
+from rocketmq_py.client.trace.trace_hooks import end_transaction
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
@@ -150,6 +151,9 @@ class TransactionProducer(Producer):
         else:
             # Stored but not safely (flush or slave timeout): roll back, as Java does.
             state = LocalTransactionState.ROLLBACK_MESSAGE
+        if self._trace is not None:
+            self._trace_end(half.topic, half.to_properties(), result.msg_id, result.msg_id, state,
+                            result.message_queue.broker_name, False)
         try:
             await self._end_transaction(result, state, local_error)
         except (MQClientError, RemotingError, ValueError) as exc:
@@ -173,6 +177,14 @@ class TransactionProducer(Producer):
         if local_error is not None:
             request.remark = f"executeLocalTransactionBranch exception: {local_error}"
         await instance.remoting.invoke_oneway(addr, request)
+
+    def _trace_end(self, topic: str, props: dict[str, str], msg_id: str, transaction_id: str,
+                   state: LocalTransactionState, broker_name: str, from_check: bool) -> None:
+        """The EndTransaction record (Java's doExecuteEndTransactionHook), before the END is sent."""
+        assert self._trace is not None
+        instance = self._require_started()
+        end_transaction(self._trace, self.group, topic, props, msg_id, transaction_id, state.value,
+                        instance.find_broker_address_in_publish(broker_name) or "", from_check)
 
     # -- check-back -------------------------------------------------------------------------
 
@@ -205,6 +217,9 @@ class TransactionProducer(Producer):
             fromTransactionCheck=True, transactionId=header.transactionId, bname=header.bname)
         request = RemotingCommand.request(RequestCode.END_TRANSACTION, end)
         request.remark = remark
+        if self._trace is not None:
+            end_transaction(self._trace, self.group, msg.topic, msg.properties, uniq, header.transactionId or uniq,
+                            state.value, broker_addr, True)
         try:
             await self._instance.remoting.invoke_oneway(broker_addr, request)
         except RemotingError as exc:
