@@ -9,6 +9,7 @@ from rocketmq_py.tools.mqadmin import (
     consumer_commands,
     message_commands,
     topic_commands,
+    trace_commands,
 )
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import main_entry
@@ -16,7 +17,8 @@ from rocketmq_py.tools.mqadmin.common import main_entry
 # `mqadmin benchmark produce|consume` is mqbench under mqadmin, for those who look for it there.
 app.add_typer(benchmark.app, name="benchmark", help="Benchmark producer and consumer (same as mqbench)")
 
-__all__ = ["acl_commands", "app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands"]
+__all__ = ["acl_commands", "app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands",
+           "trace_commands"]
 
 
 def main() -> None:
