@@ -137,7 +137,7 @@ class PushConsumer(LitePullConsumer):
         self._trace: AsyncTraceDispatcher | None = None
         if enable_msg_trace or custom_trace_topic:
             self._trace = AsyncTraceDispatcher(group, "CONSUMER", custom_trace_topic,
-                                               self.config.session_credentials)
+                                               self.config.session_credentials, self.config.use_tls)
         # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
         # while it caches this many messages or MiB (the topic limits, when set, are shared
         # out among the topic's queues), or while its oldest and newest cached offsets are
