@@ -392,8 +392,14 @@ class MappedFileQueue:
         mf = self._take_preallocated(create_offset)
         if mf is None:
             path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
-            if os.path.exists(path):
+            if os.path.exists(path):  # made ahead (create_ahead), or left by a crash
                 mf = MappedFile(path, self.file_size)
+                if not self.reserve_chunk:
+                    try:
+                        mf.reserve(self.file_size, 0)  # its writers do not reserve as they go
+                    except BaseException:
+                        mf.close()
+                        raise
             else:
                 # Reserved here, never warmed: warming a whole file would stall this put.
                 create_reserved(path, self.file_size, self.reserve_chunk or None)

@@ -114,3 +114,36 @@ async def test_many_small_files_hold_few_descriptors(tmp_path: str, monkeypatch:
     assert store.get_message("g", "Small", 3, 0, 1).status == GetMessageStatus.FOUND
     await store.start()
     await store.shutdown()
+
+
+async def test_the_commit_log_reserves_ahead_of_its_writer(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 32 MiB CommitLog file is reserved 8 MiB at a time; when the next reservation fails, the
+    put is refused with nothing written, and the next put after the disk has room is accepted."""
+    refuse = [False]
+    monkeypatch.setattr(mapped_file, "reserve_blocks", _refusing(errno.ENOSPC, refuse))
+    cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=32 << 20, messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    try:
+        body = b"r" * 4000
+        assert store.append_message(message("Ahead", body)).ok
+        mf = store.commit_log.queue.files[-1]
+        assert 0 < mf.reserved < mf.file_size, "the whole file was reserved at once"
+        refuse[0] = True
+        stored = 1
+        for _ in range(10_000):  # bounded: 32 MiB holds 8,000 of these
+            before = store.get_max_phy_offset()
+            r = store.append_message(message("Ahead", body))
+            if not r.ok:
+                break
+            stored += 1
+            assert store.get_max_phy_offset() <= mf.reserved, "written past the reservation"
+        assert r.status == PutMessageStatus.SERVICE_NOT_AVAILABLE and "disk is full" in (r.remark or ""), r
+        assert store.get_max_phy_offset() == before and store.get_max_offset_in_queue("Ahead", 0) == stored
+        refuse[0] = False  # room again: the very next put is accepted
+        r = store.append_message(message("Ahead", body))
+        assert r.ok and r.append_result is not None and r.append_result.logics_offset == stored
+        assert store.get_message("g", "Ahead", 0, stored, 1).status == GetMessageStatus.FOUND
+    finally:
+        await store.shutdown()
