@@ -1,34 +1,60 @@
-"""Broker metrics for Prometheus (``metricsPort``): read from the broker's own tables at scrape time.
+"""Broker metrics for Prometheus (``metricsPort``) under RocketMQ 5's names and labels.
 
-Put counts per topic come from the consume queues' max offsets, consumer lag from the committed
-offsets, connections from the servers' connection sets, totals from BrokerStats -- all state the
-broker keeps anyway, so a scrape costs a walk of those tables and the send/pull path pays nothing.
-Only what no table holds is counted as it happens, and only when metrics are on: request latency
-by code (remoting.metrics), bytes put per topic (from successful sends) and messages/bytes got per
-topic (by wrapping the pull processor's ``pull``).
+RocketMQ 5's broker (BrokerMetricsManager, DefaultStoreMetricsManager, RemotingMetricsManager)
+exports through OpenTelemetry's Prometheus exporter, which appends the unit to a name
+(``rocketmq_consumer_lag_latency`` in milliseconds is ``rocketmq_consumer_lag_latency_milliseconds``,
+``rocketmq_storage_size`` in bytes ``rocketmq_storage_size_bytes``) and keeps ``_total`` on counters;
+every series carries ``cluster``, ``node_type="broker"`` and ``node_id`` (the broker name). The
+names, labels and units are listed in docs/metrics.md, so RocketMQ 5's dashboards read ours.
+
+Everything is a counter, a histogram or a gauge of current state: no figure is "since the last
+scrape", so any number of scrapers read the same values and Prometheus computes the rates. The
+counters are kept by hooks installed only when metrics are on (a broker without ``metricsPort``
+pays nothing): a successful send adds to its topic's ``messages_in`` and ``throughput_in``, a pull
+to its topic and group's ``messages_out`` and ``throughput_out`` (each one dictionary add per
+request); the rest is read from the broker's own tables at scrape time.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.metrics import MetricsHttpServer, instrument_server, request_latency_histogram
+from rocketmq_py.remoting.metrics import Buckets, HistogramSeries, MetricsHttpServer, RpcLatency, instrument_server
+from rocketmq_py.remoting.protocol.topic_validator import is_system_topic
 
 if TYPE_CHECKING:
+    from rocketmq_py.broker.client_channel import ClientChannelInfo
     from rocketmq_py.broker.controller import BrokerController
 
 _SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_V1 = int(RequestCode.SEND_MESSAGE)
+_SUCCESS = int(ResponseCode.SUCCESS)
 _I32 = struct.Struct(">i")
+# BrokerMetricsManager's message-size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
+MESSAGE_SIZE_BUCKETS = (1024.0, 4096.0, 524288.0, 1048576.0, 2097152.0, 4194304.0)
+NODE_LABELS = ["cluster", "node_type", "node_id"]
+_LANGUAGES = {c.value: c.name.lower() for c in LanguageCode}
+# Property markers of TopicMessageType.parseFromMessageProperty, as they appear in the
+# properties string (name, 0x01, value, 0x02).
+_TRANSACTION_MARK = "TRAN_MSG\x01true"
+_DELAY_MARKS = ("DELAY\x01", "TIMER_DELIVER_MS\x01", "TIMER_DELAY_SEC\x01", "TIMER_DELAY_MS\x01")
+_FIFO_MARK = "__SHARDINGKEY\x01"
+# One scan that rules out the common message (none of the names above).
+_MAYBE_TYPED = re.compile("TRAN_MSG|DELAY|TIMER_|__SHARDINGKEY")
 
 
 def count_records(body: bytes) -> int:
@@ -44,175 +70,273 @@ def count_records(body: bytes) -> int:
     return count
 
 
-class _Rates:
-    """Per-second rates between two scrapes (the first scrape: since the broker started)."""
+def message_type(properties: str) -> str:
+    """TopicMessageType's metrics value of a message from its properties string."""
+    if not properties:
+        return "normal"
+    if _TRANSACTION_MARK in properties:
+        return "transaction"
+    if any(mark in properties for mark in _DELAY_MARKS):
+        return "delay"
+    return "fifo" if _FIFO_MARK in properties else "normal"
 
-    def __init__(self, started: float) -> None:
-        self._last: dict[str, tuple[float, float]] = {}
-        self._started = started
 
-    def rate(self, key: str, value: float, now: float) -> float:
-        then, previous = self._last.get(key, (self._started, 0.0))
-        self._last[key] = (now, value)
-        return max(value - previous, 0.0) / max(now - then, 1e-3)
+def is_retry_or_dlq(topic: str) -> bool:
+    return topic.startswith(("%RETRY%", "%DLQ%"))
+
+
+def is_system_group(group: str) -> bool:
+    return group.startswith("CID_RMQ_SYS_")
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def version_desc(version: int) -> str:
+    """MQVersion.getVersionDesc: the enum's order is its numbering (docs/metrics.md)."""
+    names = _version_names()
+    return names[version] if 0 <= version < len(names) else names[-1]
+
+
+_NAMES: list[str] = []
+
+
+def _version_names() -> list[str]:
+    if not _NAMES:
+        _NAMES.extend(["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{i}" for i in (1, 2, 3, 4, 5))])
+        for i in (6, 7, 8, 9):
+            _NAMES.extend([f"V3_0_0_BETA{i}_SNAPSHOT", f"V3_0_0_BETA{i}"])
+        _NAMES.append("V3_0_0_FINAL")
+        releases = [(3, 0, p) for p in range(1, 16)] + [(3, m, p) for m in (1, 2) for p in range(10)]
+        releases += [(3, m, p) for m in range(3, 10) for p in range(1, 10)]
+        releases += [(major, m, p) for major in (4, 5) for m in range(10) for p in range(10)]
+        for major, minor, patch in releases:
+            _NAMES.extend([f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"])
+    return _NAMES
 
 
 class BrokerMetricsCollector(Collector):
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.topic_put_bytes: dict[str, int] = {}
-        self.topic_get_messages: dict[str, int] = {}
-        self.topic_get_bytes: dict[str, int] = {}
-        self._rates = _Rates(time.monotonic())
+        # (topic, message_type, is_system) -> [messages, bytes]
+        self.messages_in: dict[tuple[str, str, str], list[int]] = {}
+        # (topic, consumer_group, is_system) -> [messages, bytes]
+        self.messages_out: dict[tuple[str, str, str], list[int]] = {}
+        self._in_rows: dict[tuple[str, str], tuple[list[int], Buckets]] = {}
+        self.message_size = HistogramSeries("rocketmq_message_size", "Incoming messages size",
+                                            ["topic", "message_type", "is_system"], MESSAGE_SIZE_BUCKETS)
+        # (topic, group) -> {queue id: next offset the group's last pull was answered with}
+        self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
+        self.rpc_latency = RpcLatency()
 
     # -- hooks, installed only when metrics are on -------------------------------------------
 
     def on_send(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is None or response.code != ResponseCode.SUCCESS or not request.body:
+        if response is None or response.code != _SUCCESS or not request.body:
             return
         ext = request.ext_fields or {}
-        topic = ext.get("b") if request.code != RequestCode.SEND_MESSAGE else ext.get("topic")
-        if topic is None:
-            topic = ext.get("topic", "")
-        self.topic_put_bytes[topic] = self.topic_put_bytes.get(topic, 0) + len(request.body)
+        if request.code == _V1:
+            topic, properties = ext.get("topic", ""), ext.get("properties", "")
+        else:
+            topic, properties = ext.get("b", ""), ext.get("i", "")
+        kind = message_type(properties) if properties and _MAYBE_TYPED.search(properties) else "normal"
+        row = self._in_rows.get((topic, kind))
+        if row is None:
+            row = self._in_row(topic, kind)
+            if row is None:
+                return
+        body = request.body
+        count = count_records(body) if request.code == _BATCH else 1
+        counts = row[0]
+        counts[0] += count
+        counts[1] += len(body)
+        row[1].observe(len(body) / count if count > 1 else len(body))
+
+    def _in_row(self, topic: str, kind: str) -> tuple[list[int], Buckets] | None:
+        """A topic and message type's counters and size histogram, made at its first send
+        (None for retry and DLQ topics, which RocketMQ 5 does not count in)."""
+        if is_retry_or_dlq(topic):
+            return None
+        key = (topic, kind, _flag(is_system_topic(topic)))
+        row = self._in_rows[(topic, kind)] = (self.messages_in.setdefault(key, [0, 0]), self.message_size.child(key))
+        return row
 
     def on_pull(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is None or response.code != ResponseCode.SUCCESS or not response.body:
+        if response is None:
             return
-        topic = (request.ext_fields or {}).get("topic", "")
-        self.topic_get_messages[topic] = self.topic_get_messages.get(topic, 0) + count_records(response.body)
-        self.topic_get_bytes[topic] = self.topic_get_bytes.get(topic, 0) + len(response.body)
+        ext = request.ext_fields or {}
+        topic, group = ext.get("topic", ""), ext.get("consumerGroup", "")
+        answer = response.ext_fields or {}
+        next_offset = answer.get("nextBeginOffset")
+        if next_offset is not None:
+            try:
+                self.pull_offsets.setdefault((topic, group), {})[int(ext.get("queueId", "0"))] = int(next_offset)
+            except ValueError:
+                pass
+        if response.code != _SUCCESS or not response.body or is_retry_or_dlq(topic):
+            return
+        key = (topic, group, _flag(is_system_topic(topic) or is_system_group(group)))
+        counts = self.messages_out.get(key)
+        if counts is None:
+            counts = self.messages_out[key] = [0, 0]
+        counts[0] += count_records(response.body)
+        counts[1] += len(response.body)
 
     # -- scrape -------------------------------------------------------------------------------
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def node(self) -> list[str]:
+        cfg = self.broker.broker_config
+        return [cfg.brokerClusterName, "broker", cfg.brokerName]
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
         b = self.broker
-        cfg = b.broker_config
-        base = ["cluster", "broker"]
-        ids = [cfg.brokerClusterName, cfg.brokerName]
-        now = time.monotonic()
-        stats = b.stats
-        store = b.message_store
-        rate = self._rates.rate
+        node = self.node()
+        yield _gauge("rocketmq_broker_permission", "Broker permission", node, [((), b.broker_config.brokerPermission)])
+        yield _gauge("rocketmq_topic_number", "Active topic number", node,
+                     [((), len(b.topic_config_manager.table))])
+        yield _gauge("rocketmq_consumer_group_number", "Active subscription group number", node,
+                     [((), len(b.subscription_group_manager.table))])
+        yield _gauge("rocketmq_processor_watermark", "Request processor watermark", node,
+                     [(("default",), b.remoting_server.processors.in_flight),
+                      (("fast",), b.fast_server.processors.in_flight)], ["processor"])
+        in_labels = ["topic", "message_type", "is_system"]
+        yield _counter("rocketmq_messages_in", "Total number of incoming messages", node,
+                       ((k, v[0]) for k, v in self.messages_in.items()), in_labels)
+        yield _counter("rocketmq_throughput_in", "Total traffic of incoming messages", node,
+                       ((k, v[1]) for k, v in self.messages_in.items()), in_labels)
+        out_labels = ["topic", "consumer_group", "is_system"]
+        yield _counter("rocketmq_messages_out", "Total number of outgoing messages", node,
+                       ((k, v[0]) for k, v in self.messages_out.items()), out_labels)
+        yield _counter("rocketmq_throughput_out", "Total traffic of outgoing messages", node,
+                       ((k, v[1]) for k, v in self.messages_out.items()), out_labels)
+        yield self.message_size.family(NODE_LABELS, node)
+        yield _counter("rocketmq_send_to_dlq_messages", "Consumer send to DLQ messages", node,
+                       (((topic, group, _flag(is_system_topic(topic) or is_system_group(group))), n)
+                        for (group, topic), n in b.stats.dlq_messages.items()),
+                       ["topic", "consumer_group", "is_system"])
+        yield self.rpc_latency.family(NODE_LABELS, node)
+        yield from self._connections(node)
+        yield from self._lag(node)
+        yield from self._store(node)
 
-        for name, value, doc in (("put_messages", stats.put_messages, "Messages stored"),
-                                 ("put_bytes", stats.put_bytes, "Bytes stored"),
-                                 ("get_messages", stats.get_messages, "Messages returned to pulls"),
-                                 ("get_bytes", stats.get_bytes, "Bytes returned to pulls")):
-            counter = CounterMetricFamily(f"rocketmq_broker_{name}", doc, labels=base)
-            counter.add_metric(ids, value)
-            yield counter
-        tps = GaugeMetricFamily("rocketmq_broker_tps", "Messages per second since the previous scrape",
-                                labels=[*base, "direction"])
-        tps.add_metric([*ids, "put"], rate("broker_put", stats.put_messages, now))
-        tps.add_metric([*ids, "get"], rate("broker_get", stats.get_messages, now))
-        yield tps
+    def _connections(self, node: list[str]) -> Iterator[GaugeMetricFamily]:
+        b = self.broker
+        producers: dict[tuple[str, ...], int] = {}
+        for channels in b.producer_manager.group_channel_table.values():
+            for info in channels.values():
+                key = (*_client(info), "remoting")
+                producers[key] = producers.get(key, 0) + 1
+        yield _gauge("rocketmq_producer_connections", "Producer connections", node, producers.items(),
+                     ["language", "version", "protocol_type"])
+        consumers: dict[tuple[str, ...], int] = {}
+        for group, info in b.consumer_manager.consumer_table.items():
+            mode = "pull" if info.consume_type.value == "CONSUME_ACTIVELY" else "push"
+            for channel in info.channel_info_table.values():
+                key = (group, *_client(channel), mode, "remoting", _flag(is_system_group(group)))
+                consumers[key] = consumers.get(key, 0) + 1
+        yield _gauge("rocketmq_consumer_connections", "Consumer connections", node, consumers.items(),
+                     ["consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"])
 
-        topic_labels = [*base, "topic"]
-        put_msgs = CounterMetricFamily("rocketmq_topic_put_messages", "Messages stored per topic (queue max offsets)",
-                                       labels=topic_labels)
-        put_tps = GaugeMetricFamily("rocketmq_topic_put_tps", "Messages stored per second since the previous scrape",
-                                    labels=topic_labels)
-        for topic, config in b.topic_config_manager.table.items():
-            queues = max(config.writeQueueNums, config.readQueueNums)
-            total = sum(max(store.get_max_offset_in_queue(topic, q), 0) for q in range(queues))
-            put_msgs.add_metric([*ids, topic], total)
-            put_tps.add_metric([*ids, topic], rate(f"put:{topic}", total, now))
-        yield put_msgs
-        yield put_tps
-        put_bytes = CounterMetricFamily("rocketmq_topic_put_bytes", "Message body bytes of successful sends",
-                                        labels=topic_labels)
-        for topic, value in self.topic_put_bytes.items():
-            put_bytes.add_metric([*ids, topic], value)
-        yield put_bytes
-        get_msgs = CounterMetricFamily("rocketmq_topic_get_messages", "Messages returned to pulls per topic",
-                                       labels=topic_labels)
-        get_bytes = CounterMetricFamily("rocketmq_topic_get_bytes", "Bytes returned to pulls per topic",
-                                        labels=topic_labels)
-        get_tps = GaugeMetricFamily("rocketmq_topic_get_tps", "Messages pulled per second since the previous scrape",
-                                    labels=topic_labels)
-        for topic, value in self.topic_get_messages.items():
-            get_msgs.add_metric([*ids, topic], value)
-            get_bytes.add_metric([*ids, topic], self.topic_get_bytes.get(topic, 0))
-            get_tps.add_metric([*ids, topic], rate(f"get:{topic}", value, now))
-        yield get_msgs
-        yield get_bytes
-        yield get_tps
-
-        yield from self._consumers(base, ids)
-        yield from self._store(base, ids)
-        yield from self._connections(base, ids)
-
-    def _consumers(self, base: list[str], ids: list[str]) -> Iterator[GaugeMetricFamily]:
+    def _lag(self, node: list[str]) -> Iterator[GaugeMetricFamily]:
+        """ConsumerLagCalculator's figures per group and topic from the committed offsets, the
+        offsets the group's pulls were last answered with, and the store's max offsets."""
         store = self.broker.message_store
-        labels = [*base, "group", "topic"]
-        lag = GaugeMetricFamily("rocketmq_consumer_lag", "Messages stored but not yet committed by the group",
-                                labels=labels)
-        offset = GaugeMetricFamily("rocketmq_consumer_offset", "Sum of the group's committed queue offsets",
-                                   labels=labels)
+        now = int(time.time() * 1000)
+        rows: dict[str, list[tuple[tuple[str, ...], float]]] = {
+            "lag": [], "lag_ms": [], "inflight": [], "ready": [], "queueing_ms": []}
         for key, queues in self.broker.consumer_offset_manager.offset_table.items():
             topic, _, group = key.partition("@")
-            behind = sum(max(store.get_max_offset_in_queue(topic, q) - max(off, 0), 0) for q, off in queues.items())
-            lag.add_metric([*ids, group, topic], behind)
-            offset.add_metric([*ids, group, topic], sum(max(off, 0) for off in queues.values()))
-        yield lag
-        yield offset
-        online = GaugeMetricFamily("rocketmq_consumer_clients", "Consumer connections per group",
-                                   labels=[*base, "group"])
-        for group, info in self.broker.consumer_manager.consumer_table.items():
-            online.add_metric([*ids, group], len(info.channel_info_table))
-        yield online
-
-    def _store(self, base: list[str], ids: list[str]) -> Iterator[GaugeMetricFamily]:
-        store = self.broker.message_store
-        ratio = GaugeMetricFamily("rocketmq_store_disk_ratio", "Used fraction of the CommitLog's disk", labels=base)
-        ratio.add_metric(ids, store.disk_usage_ratio())
-        yield ratio
-        span = GaugeMetricFamily("rocketmq_store_commitlog_bytes", "CommitLog bytes between min and max offset",
-                                 labels=base)
-        span.add_metric(ids, max(store.get_max_phy_offset() - store.get_min_phy_offset(), 0))
-        yield span
-        used = GaugeMetricFamily("rocketmq_store_files_bytes", "Bytes of the files under storePathRootDir",
-                                 labels=base)
-        used.add_metric(ids, _dir_size(self.broker.store_config.storePathRootDir))
-        yield used
-
-    def _connections(self, base: list[str], ids: list[str]) -> Iterator[GaugeMetricFamily]:
-        b = self.broker
-        conns = GaugeMetricFamily("rocketmq_connections", "Open client connections", labels=[*base, "server"])
-        conns.add_metric([*ids, "main"], len(b.remoting_server.connections))
-        conns.add_metric([*ids, "fast"], len(b.fast_server.connections))
-        yield conns
-        producers = GaugeMetricFamily("rocketmq_producer_clients", "Producer connections per group",
-                                      labels=[*base, "group"])
-        for group, channels in b.producer_manager.group_channel_table.items():
-            producers.add_metric([*ids, group], len(channels))
-        yield producers
-
-
-def _dir_size(root: str) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
+            if topic.startswith("%DLQ%"):
                 continue
-    return total
+            pulled = self.pull_offsets.get((topic, group), {})
+            lag = inflight = ready = 0
+            oldest_unconsumed = oldest_unpulled = 0
+            for queue_id, committed in queues.items():
+                top = store.get_max_offset_in_queue(topic, queue_id)
+                committed = max(committed, 0)
+                pull = min(max(pulled.get(queue_id, committed), committed), max(top, committed))
+                if top > committed:
+                    lag += top - committed
+                    stamp = store.get_message_store_timestamp(topic, queue_id, committed)
+                    if stamp > 0 and (oldest_unconsumed == 0 or stamp < oldest_unconsumed):
+                        oldest_unconsumed = stamp
+                inflight += pull - committed
+                if top > pull:
+                    ready += top - pull
+                    stamp = store.get_message_store_timestamp(topic, queue_id, pull)
+                    if stamp > 0 and (oldest_unpulled == 0 or stamp < oldest_unpulled):
+                        oldest_unpulled = stamp
+            labels = (topic, group, _flag(topic.startswith("%RETRY%")),
+                      _flag(is_system_topic(topic) or is_system_group(group)))
+            rows["lag"].append((labels, lag))
+            rows["lag_ms"].append((labels, now - oldest_unconsumed if oldest_unconsumed else 0))
+            rows["inflight"].append((labels, inflight))
+            rows["ready"].append((labels, ready))
+            rows["queueing_ms"].append((labels, now - oldest_unpulled if oldest_unpulled else 0))
+        names = ["topic", "consumer_group", "is_retry", "is_system"]
+        yield _gauge("rocketmq_consumer_lag_messages", "Consumer lag messages", node, rows["lag"], names)
+        yield _gauge("rocketmq_consumer_lag_latency_milliseconds", "Consumer lag time", node, rows["lag_ms"], names)
+        yield _gauge("rocketmq_consumer_inflight_messages", "Consumer inflight messages", node, rows["inflight"],
+                     names)
+        yield _gauge("rocketmq_consumer_ready_messages", "Consumer ready messages", node, rows["ready"], names)
+        yield _gauge("rocketmq_consumer_queueing_latency_milliseconds", "Consumer queueing time", node,
+                     rows["queueing_ms"], names)
+
+    def _store(self, node: list[str]) -> Iterator[GaugeMetricFamily]:
+        store = self.broker.message_store
+        labels = ["storage_type", "storage_medium"]
+        where = ("local", "disk")
+        root = self.broker.store_config.storePathRootDir
+        try:
+            usage = shutil.disk_usage(root if os.path.isdir(root) else os.path.dirname(root) or ".")
+            used = usage.total - usage.free
+        except OSError:
+            used = 0
+        yield _gauge("rocketmq_storage_size_bytes", "Broker storage size", node, [(where, used)], labels)
+        commit_log = store.commit_log.queue
+        yield _gauge("rocketmq_storage_flush_behind_bytes", "Broker flush behind bytes", node,
+                     [(where, max(commit_log.max_offset - commit_log.flushed_where, 0))], labels)
+        yield _gauge("rocketmq_storage_dispatch_behind_bytes", "Broker dispatch behind bytes", node,
+                     [(where, store.dispatch_behind_bytes())], labels)
+        earliest = store.earliest_message_time()
+        reserve = int(time.time() * 1000) - earliest if earliest > 0 else 0
+        yield _gauge("rocketmq_storage_message_reserve_time_milliseconds", "Broker message reserve time", node,
+                     [(where, reserve)], labels)
+
+
+def _client(info: ClientChannelInfo) -> tuple[str, str]:
+    return _LANGUAGES.get(info.language, str(info.language)).lower(), version_desc(info.version).lower()
+
+
+def _gauge(name: str, doc: str, node: list[str], rows: Iterable[tuple[tuple[str, ...], float]],
+           labels: list[str] | None = None) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, doc, labels=[*NODE_LABELS, *(labels or [])])
+    for values, value in rows:
+        family.add_metric([*node, *values], value)
+    return family
+
+
+def _counter(name: str, doc: str, node: list[str], rows: Iterable[tuple[tuple[str, ...], float]],
+             labels: list[str]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=[*NODE_LABELS, *labels])
+    for values, value in rows:
+        family.add_metric([*node, *values], value)
+    return family
 
 
 class BrokerMetrics:
-    """Wires the collector, the latency histograms and the exporter to one broker."""
+    """Wires the collector, the rpc latency histogram, process metrics and the exporter to one broker."""
 
     def __init__(self, broker: BrokerController, port: int, host: str,
                  registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.collector = BrokerMetricsCollector(broker)
         self.registry.register(self.collector)
-        histogram = request_latency_histogram(self.registry, "rocketmq_broker")
+        ProcessCollector(registry=self.registry)
         observers = {int(code): self.collector.on_send for code in _SEND_CODES}
         for server in (broker.remoting_server, broker.fast_server):
-            instrument_server(server, histogram, observers)
+            instrument_server(server, self.collector.rpc_latency, observers)
         self._wrap_pull(broker)
         self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
 

@@ -61,6 +61,9 @@ class BrokerStats:
     get_miss_times: int = 0
     # "topic@group" -> [messages, bytes, pulls] handed to that group (Java's GROUP_GET_NUMS/SIZE).
     group_gets: dict[str, list[int]] = field(default_factory=dict)
+    # (group, origin topic) -> messages a send-back moved to the group's DLQ (RocketMQ 5's
+    # rocketmq_send_to_dlq_messages_total; rare, so counted whether or not metrics are on).
+    dlq_messages: dict[tuple[str, str], int] = field(default_factory=dict)
     msg_put_total_yesterday_morning: int = 0
     msg_put_total_today_morning: int = 0
     msg_get_total_yesterday_morning: int = 0

@@ -1,5 +1,10 @@
 """NameServer metrics for Prometheus (``metricsPort``): the route tables' sizes read at scrape time,
-plus request latency by code (remoting.metrics, installed only when metrics are on)."""
+RocketMQ 5's ``rocketmq_rpc_latency`` by the codes served, and process metrics.
+
+RocketMQ 5's NameServer exports no metrics of its own; ours carry the labels RocketMQ 5 gives
+every node (``cluster``, ``node_type="nameserver"``, ``node_id``: the listen address), so one
+dashboard query selects either kind of node (docs/metrics.md).
+"""
 
 from __future__ import annotations
 
@@ -7,46 +12,63 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from rocketmq_py.remoting.metrics import MetricsHttpServer, instrument_server, request_latency_histogram
+from rocketmq_py.remoting.metrics import MetricsHttpServer, RpcLatency, instrument_server
 
 if TYPE_CHECKING:
     from rocketmq_py.namesrv.controller import NamesrvController
+
+NODE_LABELS = ["cluster", "node_type", "node_id"]
 
 
 class NamesrvMetricsCollector(Collector):
     def __init__(self, controller: NamesrvController) -> None:
         self.controller = controller
+        self.rpc_latency = RpcLatency()
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def node(self) -> list[str]:
+        try:
+            node_id = self.controller.address
+        except RuntimeError:  # not listening yet
+            node_id = ""
+        return ["", "nameserver", node_id]
+
+    def collect(self) -> Iterator[GaugeMetricFamily | HistogramMetricFamily]:
         routes = self.controller.route_info_manager
+        node = self.node()
         brokers = GaugeMetricFamily("rocketmq_namesrv_brokers", "Live broker addresses per cluster",
-                                    labels=["cluster"])
+                                    labels=[*NODE_LABELS, "broker_cluster"])
         for cluster, names in routes.cluster_addr_table.items():
             addrs = [a for n in names if n in routes.broker_addr_table
                      for a in routes.broker_addr_table[n].brokerAddrs.values() if a in routes.broker_live_table]
-            brokers.add_metric([cluster], len(addrs))
+            brokers.add_metric([*node, cluster], len(addrs))
         yield brokers
-        topics = GaugeMetricFamily("rocketmq_namesrv_topics", "Topics with a route")
-        topics.add_metric([], len(routes.topic_queue_table))
+        topics = GaugeMetricFamily("rocketmq_namesrv_topics", "Topics with a route", labels=NODE_LABELS)
+        topics.add_metric(node, len(routes.topic_queue_table))
         yield topics
-        kv = GaugeMetricFamily("rocketmq_namesrv_kv_configs", "KV config entries per namespace", labels=["namespace"])
+        kv = GaugeMetricFamily("rocketmq_namesrv_kv_configs", "KV config entries per namespace",
+                               labels=[*NODE_LABELS, "namespace"])
         for namespace, table in self.controller.kv_config_manager.config_table.items():
-            kv.add_metric([namespace], len(table))
+            kv.add_metric([*node, namespace], len(table))
         yield kv
-        conns = GaugeMetricFamily("rocketmq_namesrv_connections", "Open connections (brokers and clients)")
-        conns.add_metric([], len(self.controller.remoting_server.connections))
+        conns = GaugeMetricFamily("rocketmq_namesrv_connections", "Open connections (brokers and clients)",
+                                  labels=NODE_LABELS)
+        conns.add_metric(node, len(self.controller.remoting_server.connections))
         yield conns
+        yield self.rpc_latency.family(NODE_LABELS, node)
 
 
 class NamesrvMetrics:
     def __init__(self, controller: NamesrvController, port: int, host: str,
                  registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        self.registry.register(NamesrvMetricsCollector(controller))
-        instrument_server(controller.remoting_server, request_latency_histogram(self.registry, "rocketmq_namesrv"))
+        collector = NamesrvMetricsCollector(controller)
+        self.registry.register(collector)
+        ProcessCollector(registry=self.registry)
+        instrument_server(controller.remoting_server, collector.rpc_latency)
         self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
 
     async def start(self) -> None:

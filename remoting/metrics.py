@@ -1,5 +1,5 @@
 """Prometheus metrics shared by the daemons: an HTTP exporter on the daemon's own event loop, and
-request-latency histograms by request code.
+RocketMQ 5's rpc latency histogram (only the codes seen).
 
 Why not prometheus-client's ``start_http_server``: it serves from a thread, and the collectors read
 broker and NameServer tables that only the event loop may touch. Serving on the loop makes every
@@ -14,12 +14,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import HistogramMetricFamily
 
-from rocketmq_py.remoting.codes import RequestCode
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
@@ -30,21 +32,90 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rocketmq.metrics")
 
-# Seconds; from a cached route look-up (~100 us) to a held long poll (15 s).
-LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-                   5.0, 10.0, 30.0)
+# RemotingMetricsManager's buckets for rocketmq_rpc_latency, in milliseconds (docs/metrics.md).
+RPC_LATENCY_BUCKETS_MS = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
 MAX_REQUEST_HEAD = 16 * 1024
 
 _CODE_NAMES = {c.value: c.name for c in RequestCode}
+_RESPONSE_NAMES = {c.value: c.name.lower() for c in ResponseCode}
 
 
 def request_code_name(code: int) -> str:
     return _CODE_NAMES.get(code, str(code))
 
 
-def request_latency_histogram(registry: CollectorRegistry, prefix: str) -> Histogram:
-    return Histogram(f"{prefix}_request_latency_seconds", "Time from dispatch to response, by request code",
-                     ["code", "name"], buckets=LATENCY_BUCKETS, registry=registry)
+class Buckets:
+    """One histogram series: cumulative at exposition, plain counts here (one add per observation)."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def exposition(self) -> tuple[list[tuple[str, float]], float]:
+        """Prometheus buckets (``le`` upper bounds, cumulative, +Inf last) and the sum."""
+        running = 0
+        out: list[tuple[str, float]] = []
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += count
+            out.append(("+Inf" if bound == float("inf") else repr(bound), running))
+        return out, self.total
+
+
+class HistogramSeries:
+    """A histogram whose series exist only once observed: a label set never seen exports nothing
+    (Prometheus-client's labelled Histogram does the same, but the old wrappers asked for every
+    request code's child up front, 1,026 series of codes never used)."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str], bounds: tuple[float, ...]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labels = labels
+        self.bounds = bounds
+        self.series: dict[tuple[str, ...], Buckets] = {}
+
+    def child(self, values: tuple[str, ...]) -> Buckets:
+        found = self.series.get(values)
+        if found is None:
+            found = self.series[values] = Buckets(self.bounds)
+        return found
+
+    def family(self, const_labels: list[str], const_values: list[str]) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=[*const_labels, *self.labels])
+        for values, buckets in self.series.items():
+            points, total = buckets.exposition()
+            family.add_metric([*const_values, *values], points, total)
+        return family
+
+
+class RpcLatency(HistogramSeries):
+    """RocketMQ 5's ``rocketmq_rpc_latency`` (unit milliseconds, so its Prometheus name ends in
+    ``_milliseconds`` as the OpenTelemetry exporter writes it): one series per request code,
+    response code, long-polling flag and result actually seen; codes by their lower-case
+    RequestCode / ResponseCode names, as Java's RemotingHelper describes them."""
+
+    LABELS = ["protocol_type", "request_code", "response_code", "is_long_polling", "result"]
+
+    def __init__(self) -> None:
+        super().__init__("rocketmq_rpc_latency_milliseconds", "Rpc latency", self.LABELS, RPC_LATENCY_BUCKETS_MS)
+        self._by_codes: dict[tuple[int, int, bool], Buckets] = {}
+
+    def observe(self, request: RemotingCommand, response: RemotingCommand | None, elapsed_ms: float) -> None:
+        oneway = request.is_oneway
+        key = (request.code, -1 if oneway or response is None else response.code, oneway)
+        buckets = self._by_codes.get(key)
+        if buckets is None:
+            response_name = "" if key[1] == -1 else _RESPONSE_NAMES.get(key[1], str(key[1]))
+            buckets = self._by_codes[key] = self.child((
+                "remoting", request_code_name(request.code).lower(), response_name, "false",
+                "oneway" if oneway else "success"))
+        buckets.observe(elapsed_ms)
 
 
 RequestObserver = Callable[[RemotingCommand, RemotingCommand | None], None]
@@ -55,13 +126,11 @@ class TimedProcessor(RequestProcessor):
 
     # ``process_requests`` is a slot, set only when the inner processor takes runs: the table
     # asks for it, and a wrapper must not hide a run-taking processor nor invent one.
-    __slots__ = ("_child", "_histogram", "_inner", "_observe", "process_requests")
+    __slots__ = ("_inner", "_latency", "_observe", "process_requests")
 
-    def __init__(self, inner: RequestProcessor, histogram: Histogram, code: int | None,
-                 observe: RequestObserver | None = None) -> None:
+    def __init__(self, inner: RequestProcessor, latency: RpcLatency, observe: RequestObserver | None = None) -> None:
         self._inner = inner
-        self._histogram = histogram
-        self._child = histogram.labels(str(code), request_code_name(code)) if code is not None else None
+        self._latency = latency
         self._observe = observe
         if getattr(inner, "process_requests", None) is not None:
             self.process_requests = self._process_run
@@ -87,8 +156,7 @@ class TimedProcessor(RequestProcessor):
 
     def _observed(self, request: RemotingCommand, response: RemotingCommand | None,
                   started: float) -> RemotingCommand | None:
-        child = self._child or self._histogram.labels(str(request.code), request_code_name(request.code))
-        child.observe(time.perf_counter() - started)
+        self._latency.observe(request, response, (time.perf_counter() - started) * 1000.0)
         if self._observe is not None:
             self._observe(request, response)
         return response
@@ -97,11 +165,11 @@ class TimedProcessor(RequestProcessor):
         return self._inner.reject_request()
 
 
-def instrument_server(server: RemotingServer, histogram: Histogram,
+def instrument_server(server: RemotingServer, latency: RpcLatency,
                       observers: dict[int, RequestObserver] | None = None) -> None:
     observers = observers or {}
     server.processors.wrap_processors(
-        lambda code, p: TimedProcessor(p, histogram, code, observers.get(code) if code is not None else None))
+        lambda code, p: TimedProcessor(p, latency, observers.get(code) if code is not None else None))
 
 
 class MetricsHttpServer:

@@ -1112,6 +1112,21 @@ class DefaultMessageStore:
             if self.index_dispatch is not None:
                 self.index_dispatch.committed(at)
 
+    def earliest_message_time(self) -> int:
+        """Store time of the CommitLog's first record (Java's getEarliestMessageTime), -1 if none."""
+        log_ = self.commit_log
+        if log_.max_offset <= log_.min_offset:
+            return -1
+        head = log_.get_data(log_.min_offset, 4)
+        size = int.from_bytes(head, "big", signed=True) if head is not None else 0
+        return log_.pickup_store_timestamp(log_.min_offset, size) if size > 0 else -1
+
+    def dispatch_behind_bytes(self) -> int:
+        """CommitLog bytes not yet in the consume queues: a master dispatches with each put (0);
+        a slave what it received past its reput offset."""
+        at = self._replica_dispatched
+        return max(self.commit_log.max_offset - at, 0) if at is not None else 0
+
     def get_max_phy_offset(self) -> int:
         return self.commit_log.max_offset
 

@@ -448,6 +448,9 @@ class SendMessageProcessor(RequestProcessor):
         self.broker.topic_config_manager.create_topic_in_send_message_back_method(dlq, DLQ_NUMS_PER_GROUP, DLQ_PERM)
         props.pop(MessageConst.DELAY_TIME_LEVEL, None)
         log.info("message reconsumed %s times, moved to %s", header.reconsumeTimes, dlq)
+        dlq_messages = self.broker.stats.dlq_messages
+        key = (header.producerGroup, header.topic)  # as Java labels it: the sender's group and topic
+        dlq_messages[key] = dlq_messages.get(key, 0) + 1
         return dlq
 
     def _send_batch(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,

@@ -74,6 +74,7 @@ class SendMessageBackProcessor:
         max_times = group_config.retryMaxTimes
         if request.version >= V3_4_9 and h.maxReconsumeTimes is not None:
             max_times = h.maxReconsumeTimes
+        dlq_key: tuple[str, str] | None = None
         if msg.reconsume_times >= max_times or h.delayLevel < 0:
             new_topic = dlq_topic(h.group)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
@@ -82,6 +83,7 @@ class SendMessageBackProcessor:
             log.info("message %s of group %s reconsumed %d times, moved to %s", msg.msg_id, h.group,
                      msg.reconsume_times, new_topic)
             target = (new_topic, queue_id)
+            dlq_key = (h.group, h.originTopic or props.get(MessageConst.RETRY_TOPIC) or msg.topic)
         else:
             level = h.delayLevel or 3 + msg.reconsume_times
             schedule = broker.schedule_message_service
@@ -93,4 +95,6 @@ class SendMessageBackProcessor:
         if not result.ok:
             return request.response(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
         broker.stats.put_messages += 1
+        if dlq_key is not None:
+            broker.stats.dlq_messages[dlq_key] = broker.stats.dlq_messages.get(dlq_key, 0) + 1
         return request.response()

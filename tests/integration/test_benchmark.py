@@ -42,9 +42,9 @@ async def test_benchmark_produce_and_consume_with_metrics(standalone: tuple[Daem
     put_tps: list[float] = []
 
     async def producing() -> bool:
-        # Scraped while the benchmark runs: the topic's put rate since the previous scrape.
+        # Scraped while the benchmark runs: the topic's messages-in counter moving.
         samples = await scrape_async(metrics)
-        put_tps[:] = samples.get("rocketmq_topic_put_tps", topic="BenchTopic")
+        put_tps[:] = samples.get("rocketmq_messages_in_total", topic="BenchTopic")
         return bool(put_tps) and put_tps[0] > 0
 
     deadline = time.monotonic() + 30
@@ -53,7 +53,7 @@ async def test_benchmark_produce_and_consume_with_metrics(standalone: tuple[Daem
         seen = await producing()
         await asyncio.sleep(0.2)  # scrape interval (polling a condition, bounded by the deadline)
     result = (await produce).ok()
-    assert seen, f"no positive put TPS scraped during the run: {put_tps}"
+    assert seen, f"no messages counted in during the run: {put_tps}"
     assert "Send TPS:" in result.stdout and "Average RT(ms):" in result.stdout
     assert "[Complete] Send Total: 300" in result.stdout and "p999(ms):" in result.stdout
     summary = _summary(result.stdout)
@@ -65,9 +65,9 @@ async def test_benchmark_produce_and_consume_with_metrics(standalone: tuple[Daem
     assert "[Complete] Consume Total: 100" in consume.stdout
     assert _summary(consume.stdout)["messages"] == 100
     after = await scrape_async(metrics)
-    lag = after.one("rocketmq_consumer_lag", group="bench_group", topic="BenchTopic")
+    lag = after.one("rocketmq_consumer_lag_messages", consumer_group="bench_group", topic="BenchTopic")
     assert 0 < lag < 300  # committed part of the topic, not all of it
-    assert after.one("rocketmq_topic_get_messages_total", topic="BenchTopic") >= 100
+    assert after.one("rocketmq_messages_out_total", topic="BenchTopic", consumer_group="bench_group") >= 100
 
 
 def test_benchmark_stops_after_its_duration(standalone: tuple[Daemon, str]) -> None:

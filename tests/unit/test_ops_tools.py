@@ -8,7 +8,6 @@ import os
 from datetime import datetime
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
@@ -16,7 +15,7 @@ from rocketmq_py.broker.metrics import BrokerMetrics, count_records
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.logsetup import reset_logging, setup_logging
-from rocketmq_py.remoting.metrics import TimedProcessor, request_latency_histogram
+from rocketmq_py.remoting.metrics import RpcLatency, TimedProcessor
 from rocketmq_py.remoting.processor import ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.protocol.message import MessageExt, encode_record
 from rocketmq_py.remoting.server_config import NettyServerConfig
@@ -73,36 +72,37 @@ class _Echo(RequestProcessor):
         return self.rejecting
 
 
+def _count(latency: RpcLatency, request_code: str, response_code: str) -> int:
+    return sum(sum(b.counts) for labels, b in latency.series.items()
+               if labels[1] == request_code and labels[2] == response_code)
+
+
 async def test_timed_processor_observes_latency_and_response() -> None:
-    registry = CollectorRegistry()
-    histogram = request_latency_histogram(registry, "t")
+    latency = RpcLatency()
     seen: list[int] = []
     inner = _Echo()
-    timed = TimedProcessor(inner, histogram, int(RequestCode.SEND_MESSAGE_V2),
-                           lambda req, resp: seen.append(resp.code if resp else -1))
+    timed = TimedProcessor(inner, latency, lambda req, resp: seen.append(resp.code if resp else -1))
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, b"body")
     response = await timed.process_request(None, request)  # type: ignore[arg-type]
     assert response is not None and response.code == ResponseCode.SUCCESS and seen == [ResponseCode.SUCCESS]
-    assert registry.get_sample_value("t_request_latency_seconds_count",
-                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 1
+    assert _count(latency, "send_message_v2", "success") == 1
+    assert len(latency.series) == 1, "only the codes seen have a series"
     inner.rejecting = True
     assert timed.reject_request()
 
 
 def test_timed_processor_answers_a_plain_handler_directly() -> None:
-    registry = CollectorRegistry()
+    latency = RpcLatency()
     seen: list[int] = []
     table = ProcessorTable()
     table.register(RequestCode.SEND_MESSAGE_V2, lambda conn, req: req.response(ResponseCode.SUCCESS))
     inner = table.processor_for(RequestCode.SEND_MESSAGE_V2)
     assert inner is not None
-    timed = TimedProcessor(inner, request_latency_histogram(registry, "t"), int(RequestCode.SEND_MESSAGE_V2),
-                           lambda req, resp: seen.append(resp.code if resp else -1))
+    timed = TimedProcessor(inner, latency, lambda req, resp: seen.append(resp.code if resp else -1))
     response = timed.process_request(None, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2))  # type: ignore[arg-type]
     assert isinstance(response, RemotingCommand) and response.code == ResponseCode.SUCCESS
     assert seen == [ResponseCode.SUCCESS]
-    assert registry.get_sample_value("t_request_latency_seconds_count",
-                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 1
+    assert _count(latency, "send_message_v2", "success") == 1
 
 
 def test_latency_wrappers_only_when_metrics_are_on(tmp_path: str) -> None:
@@ -142,7 +142,7 @@ def test_log_file_rotates(tmp_path: str) -> None:
 
 
 def test_timed_processor_keeps_a_processors_runs_and_observes_each_request() -> None:
-    registry = CollectorRegistry()
+    latency = RpcLatency()
     seen: list[int] = []
 
     class _Runs(RequestProcessor):
@@ -152,13 +152,10 @@ def test_timed_processor_keeps_a_processors_runs_and_observes_each_request() -> 
         def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[RemotingCommand]:
             return [r.response(ResponseCode.SUCCESS) for r in requests[:2]]
 
-    histogram = request_latency_histogram(registry, "t")
-    timed = TimedProcessor(_Runs(), histogram, int(RequestCode.SEND_MESSAGE_V2),
-                           lambda req, resp: seen.append(req.opaque))
+    timed = TimedProcessor(_Runs(), latency, lambda req, resp: seen.append(req.opaque))
     requests = [RemotingCommand.request(RequestCode.SEND_MESSAGE_V2) for _ in range(3)]
     results = timed.process_requests(None, requests)  # type: ignore[arg-type]
     assert [r.opaque for r in results] == [r.opaque for r in requests[:2]] == seen
-    assert registry.get_sample_value("t_request_latency_seconds_count",
-                                     {"code": "310", "name": "SEND_MESSAGE_V2"}) == 2
-    plain = TimedProcessor(_Echo(), histogram, int(RequestCode.SEND_MESSAGE_V2))
+    assert _count(latency, "send_message_v2", "success") == 2
+    plain = TimedProcessor(_Echo(), latency)
     assert getattr(plain, "process_requests", None) is None, "no runs for a processor that takes none"
