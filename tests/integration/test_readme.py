@@ -49,6 +49,7 @@ EXERCISED = {
     ".venv/bin/python bench/namesrv_route.py": "tests/integration/test_readme.py::test_bench_scripts_as_printed",
     ".venv/bin/python bench/store_append.py": "tests/integration/test_readme.py::test_bench_scripts_as_printed",
     ".venv/bin/python bench/broker_send.py": "tests/integration/test_readme.py::test_bench_scripts_as_printed",
+    ".venv/bin/python bench/recovery.py": "tests/integration/test_readme.py::test_bench_scripts_as_printed",
     # No container engine in CI: the compose file is checked against conf/ and mqcluster's topology.
     "docker compose up -d --build": "tests/integration/test_mqcluster.py::test_compose_file_matches_conf_and_mqcluster",
     "export NAMESRV_ADDR=127.0.0.1:9876": "tests/integration/test_readme.py::test_operator_commands_as_printed",
@@ -169,13 +170,18 @@ def test_running_the_daemons_yourself(tmp_path: str) -> None:
     assert "brokerName=" in printed and "listenPort=10911" in printed and "storePathRootDir=" in printed
 
 
+# What makes each benchmark brief: a fraction of a second (or a small log) and one round.
+BENCH_BRIEF = {"broker_send.py": ["--seconds", "0.2", "--rounds", "1", "--backlog", "2000"],
+               "recovery.py": ["--mib", "8", "--rounds", "1"]}
+
+
 def test_bench_scripts_as_printed() -> None:
-    """Each benchmark as printed, for a fraction of a second instead of 3 rounds of 3 s."""
+    """Each benchmark as printed, briefly (BENCH_BRIEF; the others take --seconds and --rounds)."""
     for command in [c for c in _commands() if c.startswith(".venv/bin/python bench/")]:
         argv = shlex.split(command)
-        extra = ["--seconds", "0.2", "--rounds", "1"] + (["--backlog", "2000"] if "broker_send" in command else [])
+        extra = BENCH_BRIEF.get(os.path.basename(argv[1]), ["--seconds", "0.2", "--rounds", "1"])
         out = _run([sys.executable, *argv[1:], *extra], timeout=180)
-        figures = json.loads(out.strip().splitlines()[-1])
+        figures = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
         assert figures and all(isinstance(v, int | float) for v in figures.values()), out
 
 
