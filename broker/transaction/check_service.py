@@ -28,6 +28,7 @@ from rocketmq_py.broker.transaction.bridge import (
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.header import parse_int, parse_long
 from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt, encode_record
 from rocketmq_py.remoting.protocol.transaction import CheckTransactionStateRequestHeader
 
@@ -75,8 +76,10 @@ def next_op_offset(op_offset: int, done_ops: set[int]) -> int:
 
 
 def check_times(msg: MessageExt) -> int:
+    """TRANSACTION_CHECK_TIMES as Java's Integer.parseInt reads it; 0 when it cannot (a producer
+    may set the property on its half message, and Java's check thread would only fail on it)."""
     try:
-        return int(msg.properties.get(MessageConst.TRANSACTION_CHECK_TIMES, "0"))
+        return parse_int(msg.properties.get(MessageConst.TRANSACTION_CHECK_TIMES, "0"))
     except ValueError:
         return 0
 
@@ -84,12 +87,12 @@ def check_times(msg: MessageExt) -> int:
 def immunity_ms(msg: MessageExt, transaction_timeout: int) -> int:
     """How long after its birth a half message is left alone (getImmunityTime)."""
     raw = msg.properties.get(MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS)
-    if raw is None:
-        return transaction_timeout
+    # Java's getLong: Long.parseLong, -1 when absent or unreadable; and -1 means the default.
     try:
-        return int(raw) * 1000
+        seconds = parse_long(raw) if raw is not None else -1
     except ValueError:
-        return transaction_timeout
+        seconds = -1
+    return transaction_timeout if seconds == -1 else seconds * 1000
 
 
 class TransactionalMessageCheckService:

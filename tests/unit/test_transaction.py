@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
@@ -22,6 +24,7 @@ from rocketmq_py.broker.transaction.bridge import (
 )
 from rocketmq_py.broker.transaction.check_service import (
     TransactionalMessageCheckService,
+    check_times,
     immunity_ms,
     next_op_offset,
     read_op_progress,
@@ -139,6 +142,18 @@ def test_immunity_time() -> None:
     assert immunity_ms(_half(), 6000) == 6000
     assert immunity_ms(_half(CHECK_IMMUNITY_TIME_IN_SECONDS="30"), 6000) == 30000
     assert immunity_ms(_half(CHECK_IMMUNITY_TIME_IN_SECONDS="soon"), 6000) == 6000
+
+
+@given(st.one_of(st.integers(-(2**70), 2**70).map(str), st.text(alphabet="+- 0123456789_", max_size=24)))
+def test_transaction_properties_read_as_javas_parsers_read_them(raw: str) -> None:
+    """CHECK_IMMUNITY_TIME_IN_SECONDS through Long.parseLong (-1 or unreadable: the timeout),
+    TRANSACTION_CHECK_TIMES through Integer.parseInt (unreadable: 0)."""
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    readable = digits.isdigit()
+    seconds = int(raw) if readable and -(2**63) <= int(raw) < 2**63 else -1
+    assert immunity_ms(_half(CHECK_IMMUNITY_TIME_IN_SECONDS=raw), 6000) == (6000 if seconds == -1 else seconds * 1000)
+    times = int(raw) if readable and -(2**31) <= int(raw) < 2**31 else 0
+    assert check_times(_half(TRANSACTION_CHECK_TIMES=raw)) == times
 
 
 class RecordingChannel:
