@@ -8,6 +8,7 @@ project's own codec, so these tests hold both ends to the wire format Java 4.9 s
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 
 from rocketmq_py.client import Admin, Message, Producer, SendStatus
@@ -15,8 +16,8 @@ from rocketmq_py.remoting import RemotingClient, ResponseCode
 from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
 from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
 from tests.integration.daemons import DaemonSet
-from tests.integration.ha_cluster import commit_log, ha_addr, log_bytes, log_text, master, slave
-from tests.waiting import wait_for_async
+from tests.integration.ha_cluster import HA_OPTIONS, commit_log, ha_addr, log_bytes, log_text, master, slave
+from tests.waiting import wait_for_async, wait_until
 
 FILE_SIZE = 256 * 1024  # small CommitLog files, so the stream crosses file boundaries
 
@@ -241,3 +242,104 @@ async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
         await admin.shutdown()
         await client.close()
 
+
+
+def record_at(broker_files: dict[int, bytes], offset: int) -> bytes:
+    """The whole record at ``offset`` of a CommitLog read from disk (b"" when there is none)."""
+    for first, data in broker_files.items():
+        if first <= offset < first + len(data):
+            pos = offset - first
+            size = struct.unpack_from(">i", data, pos)[0]
+            return data[pos:pos + size] if size > 0 else b""
+    return b""
+
+
+async def test_sync_master_answers_only_what_the_slave_has(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "SYNC_MASTER")
+    client = RemotingClient()
+    try:
+        await create_topic(client, m.addr, "HaSync", queues=4)
+        # No slave yet: stored, but answered SLAVE_NOT_AVAILABLE.
+        r = await client.invoke(m.addr, send_request("HaSync", b"alone", queue_id=0), 5)
+        assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    finally:
+        await client.close()
+    s = slave(daemons, ns)
+    await wait_for_route(ns, "HaSync")
+    results: list[tuple[SendStatus, int]] = []
+    async with Producer("pg_ha_sync", ns) as producer:
+        async def until_slave_ok() -> bool:
+            result = await producer.send(Message("HaSync", b"probe"))
+            return result.send_status == SendStatus.SEND_OK
+
+        assert await wait_for_async(until_slave_ok, 20)
+        in_flight = asyncio.Semaphore(64)
+        killed = asyncio.Event()
+
+        async def one(i: int) -> None:
+            async with in_flight:
+                if killed.is_set():
+                    return
+                try:
+                    result = await producer.send(Message("HaSync", f"sync-{i:05d}".encode() * 20), timeout=5)
+                except Exception:  # the master died under it: not acknowledged, nothing promised
+                    return
+                results.append((result.send_status, decode_offset_msg_id(result.offset_msg_id)[1]))
+
+        async def kill_midway() -> None:
+            await wait_until(lambda: len(results) >= 1500, 60)
+            m.kill()
+            killed.set()
+
+        await asyncio.wait_for(asyncio.gather(kill_midway(), *(one(i) for i in range(6000))), 120)
+    acked = [offset for status, offset in results if status == SendStatus.SEND_OK]
+    assert len(acked) >= 1500
+    master_files, slave_files = commit_log(m), commit_log(s)
+    # Every message acknowledged SEND_OK is on the slave, byte for byte at the same offset.
+    missing = [o for o in acked if not record_at(slave_files, o) or record_at(slave_files, o) != record_at(
+        master_files, o)]
+    assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages not on the slave"
+    assert s.alive()
+
+
+async def test_async_slave_restarted_resumes_from_its_own_offset(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
+    s = slave(daemons, ns, f"mappedFileSizeCommitLog={FILE_SIZE}")
+    admin = Admin(ns)
+    await admin.start()
+    try:
+        async with Producer("pg_ha_async", ns) as producer:
+            sent = 0
+
+            async def send(count: int) -> None:
+                nonlocal sent
+                for _ in range(count):
+                    result = await producer.send(Message("HaAsync", f"a-{sent:05d}".encode() * 30))
+                    assert result.send_status == SendStatus.SEND_OK
+                    sent += 1
+
+            await send(300)
+            s.kill()  # mid-stream: whatever it had half-received is cut at its recovery
+            await send(600)
+            s2 = daemons.broker(ns, *_slave_options(), name="ha-s")
+            assert s2.home == s.home
+            await send(300)
+            end = await max_phy_offset(admin, m.addr)
+            assert await wait_for_async(lambda: _at(admin, s2.addr, end), 30)
+            # Identical logs of the same length: nothing the slave had was received twice.
+            assert await max_phy_offset(admin, s2.addr) == end
+            for first, data in commit_log(m).items():
+                stop = min(FILE_SIZE, end - first)
+                assert commit_log(s2)[first][:stop] == data[:stop]
+            # The restarted slave asked for the stream from where its own log ended.
+            requests = re.findall(r"request offset (\d+)", log_text(m))
+            assert len(requests) >= 2 and int(requests[-1]) > 0
+    finally:
+        await admin.shutdown()
+
+
+def _slave_options() -> tuple[str, ...]:
+    return ("brokerRole=SLAVE", "brokerId=1", "brokerName=broker-ha", *HA_OPTIONS,
+            f"mappedFileSizeCommitLog={FILE_SIZE}")
