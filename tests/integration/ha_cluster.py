@@ -38,22 +38,28 @@ def ha_addr(broker: Daemon, timeout: float = 10.0) -> tuple[str, int]:
     raise TimeoutError(f"{broker.name} logged no HA address")
 
 
-def commit_log(broker: Daemon) -> dict[int, bytes]:
-    """Each CommitLog file of ``broker``'s store by its first offset, as the disk holds it."""
+def log_files(broker: Daemon) -> dict[int, str]:
+    """Each CommitLog file of ``broker``'s store by its first offset."""
     root = os.path.join(broker.home, "store", "commitlog")
-    files = {}
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        with open(os.path.join(root, name), "rb") as f:
-            files[int(name)] = f.read()
-    return files
+    return {int(name): os.path.join(root, name) for name in sorted(os.listdir(root))} if os.path.isdir(root) else {}
 
 
 def log_bytes(broker: Daemon, start: int, end: int) -> bytes:
-    """The CommitLog bytes of ``broker`` in ``[start, end)`` (within one file)."""
-    for first, data in commit_log(broker).items():
-        if first <= start < first + len(data):
-            return data[start - first:end - first]
+    """The CommitLog bytes of ``broker`` in ``[start, end)`` (within one file), read from disk."""
+    for first, path in log_files(broker).items():
+        size = os.path.getsize(path)
+        if first <= start < first + size:
+            with open(path, "rb") as f:
+                f.seek(start - first)
+                return f.read(min(end, first + size) - start)
     return b""
+
+
+def record_at(broker: Daemon, offset: int) -> bytes:
+    """The whole record at ``offset`` of ``broker``'s CommitLog (b"" when there is none)."""
+    head = log_bytes(broker, offset, offset + 4)
+    size = int.from_bytes(head, "big", signed=True) if len(head) == 4 else 0
+    return log_bytes(broker, offset, offset + size) if size > 0 else b""
 
 
 def log_text(broker: Daemon) -> str:

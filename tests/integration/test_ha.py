@@ -8,22 +8,30 @@ project's own codec, so these tests hold both ends to the wire format Java 4.9 s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import struct
 
 from rocketmq_py.client import Admin, Message, Producer, SendStatus
-from rocketmq_py.remoting import RemotingClient, ResponseCode
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
+from rocketmq_py.remoting.protocol.route import KVTable
 from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
-from tests.integration.daemons import DaemonSet
-from tests.integration.ha_cluster import HA_OPTIONS, commit_log, ha_addr, log_bytes, log_text, master, slave
+from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.ha_cluster import HA_OPTIONS, ha_addr, log_bytes, log_files, log_text, master, record_at, slave
 from tests.waiting import wait_for_async, wait_until
 
 FILE_SIZE = 256 * 1024  # small CommitLog files, so the stream crosses file boundaries
 
 
-async def max_phy_offset(admin: Admin, addr: str) -> int:
-    return int((await admin.fetch_broker_runtime_stats(addr))["commitLogMaxOffset"])
+async def max_phy_offset(addr: str) -> int:
+    """The broker's CommitLog max offset, from GET_BROKER_RUNTIME_INFO."""
+    client = RemotingClient()
+    try:
+        r = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5)
+        return int(KVTable.decode(r.body or b"{}").table["commitLogMaxOffset"])
+    finally:
+        await client.close()
 
 
 async def send_some(ns: str, topic: str, count: int, size: int = 300) -> list[tuple[int, bytes]]:
@@ -38,6 +46,11 @@ async def send_some(ns: str, topic: str, count: int, size: int = 300) -> list[tu
     return out
 
 
+async def connected(master_daemon: Daemon, count: int = 1) -> bool:
+    """The master logged its ``count``-th slave's request offset (bounded wait)."""
+    return await wait_until(lambda: log_text(master_daemon).count("request offset") >= count, 20)
+
+
 async def read_exactly(reader: asyncio.StreamReader, n: int) -> bytes:
     return await asyncio.wait_for(reader.readexactly(n), 10)
 
@@ -46,59 +59,52 @@ async def test_slave_replicates_the_master_byte_for_byte(daemons: DaemonSet) -> 
     ns = daemons.namesrv().addr
     m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
     s = slave(daemons, ns, f"mappedFileSizeCommitLog={FILE_SIZE}")
+    assert await connected(m)
     sent = await send_some(ns, "HaCopy", 1200)
-    admin = Admin(ns)
-    await admin.start()
+    master_end = await max_phy_offset(m.addr)
+    assert master_end > 2 * FILE_SIZE
+    assert await wait_for_async(lambda: _at(s.addr, master_end), 20)
+    # A slave that started empty is given the master's files it still has to follow from the
+    # beginning of the master's last file at connection (Java's rule): here the first file.
+    # (Files past the end may exist already: the next file is made ahead, on both.)
+    holding = [first for first in log_files(m) if first < master_end]
+    assert [first for first in log_files(s) if first < master_end] == holding
+    for first in holding:
+        end = min(first + FILE_SIZE, master_end)
+        assert log_bytes(s, first, end) == log_bytes(m, first, end)
+    # Its queues are built from its own log: a pull from the slave returns the messages
+    # (once SlaveSynchronize copied the topic's config from the master).
+    client = RemotingClient()
     try:
-        master_end = await max_phy_offset(admin, m.addr)
-        assert master_end > 2 * FILE_SIZE
-        assert await wait_for_async(lambda: _at(admin, s.addr, master_end), 20)
-        # A slave that started empty is given the master's files it still has to follow from the
-        # beginning of the master's last file at connection (Java's rule): here the first file.
-        assert commit_log(s).keys() == commit_log(m).keys()
-        for first, data in commit_log(m).items():
-            end = min(FILE_SIZE, master_end - first)
-            assert commit_log(s)[first][:end] == data[:end]
-        # Its queues are built from its own log: a pull from the slave returns the messages
-        # (once SlaveSynchronize copied the topic's config from the master).
-        client = RemotingClient()
-        try:
-            async def topic_known() -> bool:
-                r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", 0, 0, max_nums=1), 5)
-                return r.code != ResponseCode.TOPIC_NOT_EXIST
+        async def topic_known() -> bool:
+            r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", 0, 0, max_nums=1), 5)
+            return r.code != ResponseCode.TOPIC_NOT_EXIST
 
-            assert await wait_for_async(topic_known, 20)
-            bodies = []
-            for qid in range(4):
-                offset = 0
-                while True:
-                    r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", qid, offset, max_nums=32), 5)
-                    if r.code != ResponseCode.SUCCESS:
-                        break
-                    msgs = list(decode_records(r.body or b""))
-                    bodies += [x.body for x in msgs]
-                    offset = msgs[-1].queue_offset + 1
-            assert sorted(bodies) == sorted(b for _, b in sent)
-        finally:
-            await client.close()
+        assert await wait_for_async(topic_known, 20)
+        bodies = []
+        for qid in range(4):
+            offset = 0
+            while True:
+                r = await client.invoke(s.addr, pull_request("g_ha", "HaCopy", qid, offset, max_nums=32), 5)
+                if r.code != ResponseCode.SUCCESS:
+                    break
+                msgs = list(decode_records(r.body or b""))
+                bodies += [x.body for x in msgs]
+                offset = msgs[-1].queue_offset + 1
+        assert sorted(bodies) == sorted(b for _, b in sent)
     finally:
-        await admin.shutdown()
+        await client.close()
 
 
-async def _at(admin: Admin, addr: str, offset: int) -> bool:
-    return await max_phy_offset(admin, addr) >= offset
+async def _at(addr: str, offset: int) -> bool:
+    return await max_phy_offset(addr) >= offset
 
 
 async def test_hand_built_slave_against_our_master(daemons: DaemonSet) -> None:
     ns = daemons.namesrv().addr
     m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
     await send_some(ns, "HaWire", 1000)
-    admin = Admin(ns)
-    await admin.start()
-    try:
-        end = await max_phy_offset(admin, m.addr)
-    finally:
-        await admin.shutdown()
+    end = await max_phy_offset(m.addr)
     last_file_start = end - end % FILE_SIZE
     assert last_file_start > 0
     host, port = ha_addr(m)
@@ -142,16 +148,14 @@ async def test_hand_built_master_against_our_slave(daemons: DaemonSet) -> None:
     # Real records to replicate: another broker's log, sent by this test's fake master.
     source = daemons.broker(ns, "brokerName=broker-src", name="src")
     sent = await send_some(ns, "HaFeed", 60, size=500)
-    admin = Admin(ns)
-    await admin.start()
-    try:
-        end = await max_phy_offset(admin, source.addr)
-    finally:
-        await admin.shutdown()
+    end = await max_phy_offset(source.addr)
     records = log_bytes(source, 0, end)
     connections: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = asyncio.Queue()
 
+    accepted: list[asyncio.StreamWriter] = []
+
     async def accept(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        accepted.append(w)
         await connections.put((r, w))
 
     server = await asyncio.start_server(accept, "127.0.0.1", 0)
@@ -208,8 +212,11 @@ async def test_hand_built_master_against_our_slave(daemons: DaemonSet) -> None:
         assert "master pushed offset not equal the max phy offset in slave" in log_text(s)
     finally:
         server.close()
-        while not connections.empty():
-            connections.get_nowait()[1].close()
+        for w in accepted:
+            w.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await w.wait_closed()
+        await server.wait_closed()
 
 
 async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
@@ -233,8 +240,8 @@ async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
             return addrs.get("broker-ha") == {0: m.addr, 1: s.addr}
 
         assert await wait_for_async(routed, 20)
-        end = await max_phy_offset(admin, m.addr)
-        assert await wait_for_async(lambda: _at(admin, s.addr, end), 20)
+        end = await max_phy_offset(m.addr)
+        assert await wait_for_async(lambda: _at(s.addr, end), 20)
         r = await client.invoke(s.addr, pull_request("g_refuse", "HaRefuse", 0, 0, max_nums=32), 5)
         assert r.code == ResponseCode.SUCCESS
         assert [x.body for x in decode_records(r.body or b"")] == [b for _, b in sent]
@@ -242,16 +249,6 @@ async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
         await admin.shutdown()
         await client.close()
 
-
-
-def record_at(broker_files: dict[int, bytes], offset: int) -> bytes:
-    """The whole record at ``offset`` of a CommitLog read from disk (b"" when there is none)."""
-    for first, data in broker_files.items():
-        if first <= offset < first + len(data):
-            pos = offset - first
-            size = struct.unpack_from(">i", data, pos)[0]
-            return data[pos:pos + size] if size > 0 else b""
-    return b""
 
 
 async def test_sync_master_answers_only_what_the_slave_has(daemons: DaemonSet) -> None:
@@ -295,10 +292,8 @@ async def test_sync_master_answers_only_what_the_slave_has(daemons: DaemonSet) -
         await asyncio.wait_for(asyncio.gather(kill_midway(), *(one(i) for i in range(6000))), 120)
     acked = [offset for status, offset in results if status == SendStatus.SEND_OK]
     assert len(acked) >= 1500
-    master_files, slave_files = commit_log(m), commit_log(s)
     # Every message acknowledged SEND_OK is on the slave, byte for byte at the same offset.
-    missing = [o for o in acked if not record_at(slave_files, o) or record_at(slave_files, o) != record_at(
-        master_files, o)]
+    missing = [o for o in acked if not record_at(s, o) or record_at(s, o) != record_at(m, o)]
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages not on the slave"
     assert s.alive()
 
@@ -307,37 +302,33 @@ async def test_async_slave_restarted_resumes_from_its_own_offset(daemons: Daemon
     ns = daemons.namesrv().addr
     m = master(daemons, ns, "ASYNC_MASTER", f"mappedFileSizeCommitLog={FILE_SIZE}")
     s = slave(daemons, ns, f"mappedFileSizeCommitLog={FILE_SIZE}")
-    admin = Admin(ns)
-    await admin.start()
-    try:
-        async with Producer("pg_ha_async", ns) as producer:
-            sent = 0
+    assert await connected(m)
+    async with Producer("pg_ha_async", ns) as producer:
+        sent = 0
 
-            async def send(count: int) -> None:
-                nonlocal sent
-                for _ in range(count):
-                    result = await producer.send(Message("HaAsync", f"a-{sent:05d}".encode() * 30))
-                    assert result.send_status == SendStatus.SEND_OK
-                    sent += 1
+        async def send(count: int) -> None:
+            nonlocal sent
+            for _ in range(count):
+                result = await producer.send(Message("HaAsync", f"a-{sent:05d}".encode() * 30))
+                assert result.send_status == SendStatus.SEND_OK
+                sent += 1
 
-            await send(300)
-            s.kill()  # mid-stream: whatever it had half-received is cut at its recovery
-            await send(600)
-            s2 = daemons.broker(ns, *_slave_options(), name="ha-s")
-            assert s2.home == s.home
-            await send(300)
-            end = await max_phy_offset(admin, m.addr)
-            assert await wait_for_async(lambda: _at(admin, s2.addr, end), 30)
-            # Identical logs of the same length: nothing the slave had was received twice.
-            assert await max_phy_offset(admin, s2.addr) == end
-            for first, data in commit_log(m).items():
-                stop = min(FILE_SIZE, end - first)
-                assert commit_log(s2)[first][:stop] == data[:stop]
-            # The restarted slave asked for the stream from where its own log ended.
-            requests = re.findall(r"request offset (\d+)", log_text(m))
-            assert len(requests) >= 2 and int(requests[-1]) > 0
-    finally:
-        await admin.shutdown()
+        await send(300)
+        s.kill()  # mid-stream: whatever it had half-received is cut at its recovery
+        await send(600)
+        s2 = daemons.broker(ns, *_slave_options(), name="ha-s")
+        assert s2.home == s.home
+        await send(300)
+        end = await max_phy_offset(m.addr)
+        assert await wait_for_async(lambda: _at(s2.addr, end), 30)
+        # Identical logs of the same length: nothing the slave had was received twice.
+        assert await max_phy_offset(s2.addr) == end
+        for first in [f for f in log_files(m) if f < end]:
+            stop = min(first + FILE_SIZE, end)
+            assert log_bytes(s2, first, stop) == log_bytes(m, first, stop)
+        # The restarted slave asked for the stream from where its own log ended.
+        requests = re.findall(r"request offset (\d+)", log_text(m))
+        assert len(requests) >= 2 and int(requests[-1]) > 0
 
 
 def _slave_options() -> tuple[str, ...]:
