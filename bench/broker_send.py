@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from echo import echo_server, measure_streams_echo
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
 from rocketmq_py.remoting.client import ClientConfig
 from rocketmq_py.remoting.codes import SerializeType, offers_serialize_type
 from rocketmq_py.remoting.loop import run
@@ -79,10 +80,13 @@ def send_header(topic: str, queue_id: int, batch: bool = False) -> dict[str, str
     return ext
 
 
-async def connect(addr: str, ssl_context: ssl.SSLContext | None = None) -> RemotingClient:
+async def connect(addr: str, ssl_context: ssl.SSLContext | None = None,
+                  credentials: SessionCredentials | None = None) -> RemotingClient:
     """A client that has greeted the broker as the SDK's instance does, taking its header offer
-    (over TLS with ``ssl_context``: bench/tls_send.py)."""
-    client = RemotingClient(ClientConfig(ssl_context=ssl_context))
+    (over TLS with ``ssl_context``: bench/tls_send.py; signing with ``credentials``:
+    bench/acl_send.py)."""
+    hooks = [AclClientRPCHook(credentials)] if credentials is not None else []
+    client = RemotingClient(ClientConfig(ssl_context=ssl_context), rpc_hooks=hooks)
     r = await client.invoke(addr, RemotingCommand.request(
         RequestCode.HEART_BEAT, None, HeartbeatData(clientID="bench@1").encode()), 10)
     if offers_serialize_type(r.ext_fields, SerializeType.MSGPACK):
@@ -99,8 +103,9 @@ async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
 
 
 async def measure_send(addr: str, topic: str, in_flight: int, seconds: float,
-                       ssl_context: ssl.SSLContext | None = None) -> float:
-    client = await connect(addr, ssl_context)
+                       ssl_context: ssl.SSLContext | None = None, credentials: SessionCredentials | None = None
+                       ) -> float:
+    client = await connect(addr, ssl_context, credentials)
     await create_topic(client, addr, topic)
     done = 0
     deadline = time.perf_counter() + seconds

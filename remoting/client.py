@@ -148,8 +148,17 @@ class RemotingClient:
         future itself, saving a frame per call on the hottest path of every client.
         """
         conn = self._connections.get(addr)
-        if conn is not None and not self.rpc_hooks and conn.is_open:
-            return conn.invoke(request, timeout)
+        if conn is not None and conn.is_open:
+            hooks = self.rpc_hooks
+            if not hooks:
+                return conn.invoke(request, timeout)
+            # Connected, with hooks (an ACL signer): still no coroutine; the after-hooks run when
+            # the answer completes the future.
+            for hook in hooks:
+                hook.do_before_request(addr, request)
+            fut = conn.invoke(request, timeout)
+            fut.add_done_callback(lambda f: _after_response(hooks, addr, request, f))
+            return fut
         return self._invoke_slow(addr, request, timeout)
 
     async def _invoke_slow(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
@@ -214,6 +223,15 @@ class RemotingClient:
         for conn in conns:
             await conn.wait_closed()
         await self.processors.drain(1.0)
+
+
+def _after_response(hooks: list[RPCHook], addr: str, request: RemotingCommand,
+                    fut: asyncio.Future[RemotingCommand]) -> None:
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    response = fut.result()
+    for hook in hooks:
+        hook.do_after_response(addr, request, response)
 
 
 class _ClientEvents(ConnectionEvents):

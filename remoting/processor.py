@@ -141,7 +141,8 @@ class ProcessorTable:
     def in_flight(self) -> int:
         return len(self._tasks)
 
-    def dispatch(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand, checked: bool = False) -> None:
+        """Hand ``request`` to its processor; ``checked``: the access check already passed it."""
         row = self._rows.get(request.code) or self._default
         if row is None:
             # Java answers this even for oneway requests (remoting.md §6).
@@ -149,7 +150,7 @@ class ProcessorTable:
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
         check = self.access_check
-        if check is not None:
+        if check is not None and not checked:
             refusal = check(conn, request)
             if refusal is not None:
                 _answer(conn, request, refusal, self.refusals)
@@ -168,19 +169,28 @@ class ProcessorTable:
     def dispatch_all(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> None:
         """The requests of one read, in order: each run of one code goes to its processor's
         ``process_requests`` when it has one, the rest to ``dispatch``. Under an access check
-        every request is dispatched alone, so each is checked before its processor runs."""
-        if self.access_check is not None:
-            for request in requests:
-                self.dispatch(conn, request)
-            return
+        every request is checked first and a refused one answered at once; the runs are made of
+        those let through."""
         rows = self._rows
+        check = self.access_check
+        checked = check is not None
+        if check is not None:
+            allowed = []
+            for request in requests:
+                # a code without a processor is left to dispatch's REQUEST_CODE_NOT_SUPPORTED
+                refusal = check(conn, request) if request.code in rows or self._default is not None else None
+                if refusal is None:
+                    allowed.append(request)
+                else:
+                    _answer(conn, request, refusal, self.refusals)
+            requests = allowed
         i, n = 0, len(requests)
         while i < n:
             request = requests[i]
             code = request.code
             row = rows.get(code)
             if row is None or row.call_many is None or i + 1 == n or requests[i + 1].code != code:
-                self.dispatch(conn, request)
+                self.dispatch(conn, request, checked)
                 i += 1
                 continue
             j = i + 2
@@ -196,7 +206,7 @@ class ProcessorTable:
                 # A processor's fault, not a request's: which of them were handled is unknown.
                 results = [_failed(conn, r, exc) for r in run]
             if not results:
-                self.dispatch(conn, request)
+                self.dispatch(conn, request, checked)
                 i += 1
                 continue
             for request, result in zip(run, results, strict=False):

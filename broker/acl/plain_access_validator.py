@@ -71,7 +71,12 @@ class PlainAccessValidator:
         try:
             self.manager.validate(parse(request, conn.remote_addr))
         except AclException as exc:
-            account = (request.ext_fields or {}).get(ACCESS_KEY) or "(none)"
-            self.refusals.refused(conn.remote_addr, request.code, f"ACL: accessKey={account}: {exc}")
-            return request.response(ResponseCode.NO_PERMISSION, REMARK_PREFIX + str(exc))
-        return None
+            reason = str(exc)
+        except Exception as exc:  # a fault of the check itself: refuse rather than let through
+            log.exception("ACL check of request code %s from %s failed", request.code, conn.remote_addr)
+            reason = f"ACL check failed: {type(exc).__name__}: {exc}"
+        else:
+            return None
+        account = (request.ext_fields or {}).get(ACCESS_KEY) or "(none)"
+        self.refusals.refused(conn.remote_addr, request.code, f"ACL: accessKey={account}: {reason}")
+        return request.response(ResponseCode.NO_PERMISSION, REMARK_PREFIX + reason)

@@ -154,6 +154,38 @@ async def test_runs_of_one_code_go_to_process_requests_and_the_rest_singly_in_or
                                                 "run"]
 
 
+async def test_an_access_check_runs_once_per_request_before_any_processor_and_keeps_the_runs() -> None:
+    table = ProcessorTable()
+    runs = _Runs()
+    table.register(5, runs)
+    table.register(1, _sync)  # type: ignore[arg-type]
+    checked: list[int] = []
+
+    def check(conn: object, request: RemotingCommand) -> RemotingCommand | None:
+        checked.append(request.opaque)
+        if request.ext_fields and "deny" in request.ext_fields:
+            return request.response(ResponseCode.NO_PERMISSION, "denied")
+        return None
+
+    table.access_check = check  # type: ignore[assignment]
+    conn = _Conn()
+    requests = [RemotingCommand.request(5), RemotingCommand.request(5, {"deny": "1"}), RemotingCommand.request(5),
+                RemotingCommand.request(1, {"deny": "1"}), RemotingCommand.request(99),
+                RemotingCommand.request(5).mark_oneway(), RemotingCommand.request(5, {"deny": "1"}).mark_oneway()]
+    table.dispatch_all(conn, requests)  # type: ignore[arg-type]
+    op = [r.opaque for r in requests]
+    assert checked == [op[0], op[1], op[2], op[3], op[5], op[6]]  # 99 has no processor: not checked
+    # the allowed ones still make runs: 0 and 2 (1 refused between them); 5 alone after code 99
+    assert runs.runs == [[op[0], op[2]]] and runs.singles == [op[5]]
+    answers = {c.opaque: (c.code, c.remark) for c in conn.written}
+    assert answers[op[1]] == (ResponseCode.NO_PERMISSION, "denied") == answers[op[3]]
+    assert answers[op[4]][0] == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert op[6] not in answers and op[5] not in answers  # oneway: refused or served, never answered
+    single = RemotingCommand.request(1, {"deny": "1"})
+    table.dispatch(conn, single)  # type: ignore[arg-type]
+    assert conn.written[-1].code == ResponseCode.NO_PERMISSION and checked[-1] == single.opaque
+
+
 async def test_a_run_whose_processor_raises_is_answered_system_error_whole() -> None:
     table = ProcessorTable()
     runs = _Runs()
