@@ -63,6 +63,21 @@ REGISTER_PERIOD_BOUNDS = (10_000, 60_000)
 HOUSEKEEPING_INTERVAL = 10.0
 
 
+# Keys fixed once the broker runs (its identity, its listeners, what the store and services
+# read when they start): UPDATE_BROKER_CONFIG refuses them rather than answering success for a
+# value nothing reads. Every other BrokerConfig and MessageStoreConfig key is read where it is
+# used and so takes effect at once.
+STARTUP_ONLY_KEYS = frozenset({
+    "rocketmqHome", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName", "brokerId", "metricsPort",
+    "aclEnable", "aclPlainFile", "aclWatchInterval", "traceTopicEnable", "msgTraceTopicName",
+    "storePathRootDir", "storePathCommitLog", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
+    "flushDiskType", "warmMapedFileEnable", "warmAheadCommitLog", "brokerRole", "haListenPort", "haMasterAddress",
+    "haSendHeartbeatInterval", "haHousekeepingInterval", "slaveTimeout", "checkCRCOnRecover",
+    "messageIndexEnable", "messageIndexSafe", "messageIndexInChildProcess", "maxHashSlotNum", "maxIndexNum",
+    "messageDelayLevel",
+})
+
+
 class BrokerController:
     def __init__(self, broker_config: BrokerConfig, server_config: NettyServerConfig | None = None,
                  store_config: MessageStoreConfig | None = None) -> None:
@@ -272,15 +287,31 @@ class BrokerController:
             self.housekeeping.scan_exception_channels()
 
     def update_config(self, props: dict[str, str]) -> None:
-        """UPDATE_BROKER_CONFIG: apply known keys to the running broker config."""
-        current = self.broker_config.model_dump()
-        (updated,), _ = apply_properties([BrokerConfig], {**current, **props})
-        unknown = props.keys() - set(BrokerConfig.model_fields) - set(NettyServerConfig.model_fields) - set(
-            MessageStoreConfig.model_fields)
-        if unknown:
-            raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
-        for key in props.keys() & set(BrokerConfig.model_fields):
-            setattr(self.broker_config, key, getattr(updated, key))
+        """UPDATE_BROKER_CONFIG: every key type-checked and applied to the running broker and
+        store, or the whole update refused (ConfigError naming each refused key and why) with
+        nothing changed. Keys the broker reads only at start-up are refused, not silently kept:
+        Java sets them and they take effect, if ever, after a restart (docs/admin-codes.md)."""
+        server_keys = set(NettyServerConfig.model_fields) | {
+            f.alias for f in NettyServerConfig.model_fields.values() if f.alias}
+        problems = [f"{key}: unknown config key" for key in sorted(props)
+                    if key not in BrokerConfig.model_fields and key not in MessageStoreConfig.model_fields
+                    and key not in server_keys]
+        problems += [f"{key}: read only at start-up; set it in the broker's config file and restart"
+                     for key in sorted(props) if key in STARTUP_ONLY_KEYS or key in server_keys]
+        if problems:
+            raise ConfigError("; ".join(problems))
+        targets: list[tuple[BrokerConfig | MessageStoreConfig, dict[str, str]]] = []
+        for config in (self.broker_config, self.store_config):
+            mine = {k: v for k, v in props.items() if k in type(config).model_fields}
+            if mine:
+                # The whole model validated with the new values first: a bad value refuses the
+                # update before anything is assigned.
+                apply_properties([type(config)], {**config.model_dump(exclude_none=True), **mine})
+                targets.append((config, mine))
+        for config, mine in targets:
+            (updated,), _ = apply_properties([type(config)], {**config.model_dump(exclude_none=True), **mine})
+            for key in mine:
+                setattr(config, key, getattr(updated, key))
         if self._register_wakeup is not None:
             self._register_wakeup.set()
 

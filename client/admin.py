@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError
 from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
+from rocketmq_py.client.message_id import nearly_time_from_id
 from rocketmq_py.client.running_info import ConsumerRunningInfo
 from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.properties import parse_properties
+from rocketmq_py.remoting.protocol import fastjson_read
 from rocketmq_py.remoting.protocol.acl import (
     CreateAccessConfigRequestHeader,
     GetBrokerAclConfigResponseHeader,
@@ -387,3 +389,87 @@ class Admin:
         r = await self._call(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                              {"topic": mq.topic, "queueId": str(mq.queue_id), "timestamp": str(timestamp)})
         return int((r.ext_fields or {})["offset"])
+
+    # -- for mqadmin's operations commands (statsAll, brokerConsumeStats, queryCq, ...) -------
+
+    async def all_broker_addrs(self) -> set[str]:
+        """Every broker address the NameServers know, masters and slaves."""
+        info = await self.examine_broker_cluster_info()
+        return {addr for data in info.brokerAddrTable.values() for addr in data.brokerAddrs.values()}
+
+    async def view_message_or_unique_key(self, msg_id: str, topic: str | None = None) -> MessageExt | None:
+        """A message by the id any tool prints: an offset id naming one of the cluster's brokers is
+        read there (VIEW_MESSAGE_BY_ID); anything else is a client's UNIQ_KEY, looked up from the
+        time it encodes in ``topic``, or without one in every topic of every broker (Java's
+        viewMessage falls back to queryMessageByUniqKey the same way)."""
+        try:
+            (host, port), _ = decode_offset_msg_id(msg_id)
+            addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        except (ValueError, OverflowError):
+            addr = None
+        if addr is not None and addr in await self.all_broker_addrs():
+            try:
+                return await self.view_message(msg_id)
+            except MQClientError:
+                pass  # an id that only looks like this broker's: try it as a unique key
+        begin = max(nearly_time_from_id(msg_id) - 1000, 0)
+        topics = [topic] if topic else await self.fetch_all_topic_list()
+        for name in topics:
+            try:
+                found = await self.query_message(name, msg_id, begin=begin, unique_key=True)
+            except MQClientError:
+                continue  # a topic without a route (being deleted) or a broker refusing it
+            for msg in found:
+                if msg.msg_id == msg_id:
+                    return msg
+        return None
+
+    async def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> dict:  # type: ignore[type-arg]
+        """BrokerStatsData (statsMinute, statsHour, statsDay: sum, tps, avgpt) of one stat."""
+        r = await self._call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                             {"statsName": stats_name, "statsKey": stats_key})
+        return json.loads(r.body or b"{}")  # type: ignore[no-any-return]
+
+    async def fetch_consume_stats_in_broker(self, broker_addr: str, is_order: bool = False) -> dict:  # type: ignore[type-arg]
+        """ConsumeStatsList: every group's consume stats on one broker, and their total diff."""
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS,
+                             {"isOrder": "true" if is_order else "false"})
+        return fastjson_read.loads(r.body or b"{}")  # type: ignore[no-any-return]
+
+    async def query_consume_queue(self, broker_addr: str, topic: str, queue_id: int, index: int, count: int,
+                                  group: str | None = None) -> dict:  # type: ignore[type-arg]
+        header = {"topic": topic, "queueId": str(queue_id), "index": str(index), "count": str(count)}
+        if group:
+            header["consumerGroup"] = group
+        r = await self._call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, header)
+        return json.loads(r.body or b"{}")  # type: ignore[no-any-return]
+
+    async def clean_unused_topic(self, broker_addr: str) -> None:
+        await self._call(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC)
+
+    async def get_namesrv_config(self, addrs: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each NameServer's running config (GET_NAMESRV_CONFIG), by address."""
+        configs = {}
+        for addr in addrs or self._namesrv_list():
+            r = await self._call(addr, RequestCode.GET_NAMESRV_CONFIG)
+            configs[addr] = parse_properties((r.body or b"").decode())
+        return configs
+
+    async def update_namesrv_config(self, props: dict[str, str], addrs: list[str] | None = None) -> list[str]:
+        body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
+        targets = addrs or self._namesrv_list()
+        for addr in targets:
+            await self._call(addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, body)
+        return targets
+
+    async def get_topic_cluster_list(self, topic: str) -> set[str]:
+        """The clusters whose brokers serve ``topic`` (Java's getTopicClusterList)."""
+        route = await self.examine_topic_route_info(topic)
+        info = await self.examine_broker_cluster_info()
+        names = {bd.brokerName for bd in route.brokerDatas}
+        return {cluster for cluster, brokers in info.clusterAddrTable.items() if names & set(brokers)}
+
+    async def update_consumer_offset_at(self, broker_addr: str, group: str, mq: MessageQueue, offset: int) -> None:
+        await self._call(broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                         {"consumerGroup": group, "topic": mq.topic, "queueId": str(mq.queue_id),
+                          "commitOffset": str(offset)})

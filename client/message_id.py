@@ -71,3 +71,23 @@ _default = MessageClientIDSetter()
 
 def create_uniq_id() -> str:
     return _default.create_uniq_id()
+
+
+def nearly_time_from_id(msg_id: str) -> int:
+    """About when a UNIQ_KEY was made, in epoch millis (Java's getNearlyTimeFromID): its
+    milliseconds since a month's start, in this month unless that is still ahead, then the
+    previous one; 0 for text that is no id."""
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        return 0
+    ip_length = 16 if len(raw) == 28 else 4
+    if len(raw) < ip_length + 10:
+        return 0
+    span = struct.unpack_from(">I", raw, ip_length + 6)[0]
+    now = dt.datetime.now().astimezone()
+    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    start_ms = int(start.timestamp() * 1000)
+    if start_ms + span >= int(now.timestamp() * 1000):
+        start_ms = int((start - dt.timedelta(days=1)).replace(day=1).timestamp() * 1000)
+    return start_ms + span

@@ -32,6 +32,9 @@ def main_entry(app: typer.Typer, prog: str) -> None:
     try:
         rc = cmd.main(args=sys.argv[1:], prog_name=prog, standalone_mode=False)
     except Exception as exc:  # click's UsageError/ClickException (typer may vendor click)
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # A bare command: the help is what was asked for (click prints it on raising).
+            sys.exit(0)
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             ctx = getattr(exc, "ctx", None)
             where = f"{prog} {ctx.info_name}" if ctx is not None and ctx.info_name != prog else prog

@@ -8,6 +8,10 @@ from rocketmq_py.tools.mqadmin import (
     cluster_commands,
     consumer_commands,
     message_commands,
+    namesrv_commands,
+    offset_commands,
+    queue_commands,
+    stats_commands,
     topic_commands,
     trace_commands,
 )
@@ -17,7 +21,8 @@ from rocketmq_py.tools.mqadmin.common import main_entry
 # `mqadmin benchmark produce|consume` is mqbench under mqadmin, for those who look for it there.
 app.add_typer(benchmark.app, name="benchmark", help="Benchmark producer and consumer (same as mqbench)")
 
-__all__ = ["acl_commands", "app", "cluster_commands", "consumer_commands", "main", "message_commands", "topic_commands",
+__all__ = ["acl_commands", "app", "cluster_commands", "consumer_commands", "main", "message_commands",
+           "namesrv_commands", "offset_commands", "queue_commands", "stats_commands", "topic_commands",
            "trace_commands"]
 
 

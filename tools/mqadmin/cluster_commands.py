@@ -12,7 +12,16 @@ from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.remoting.protocol.route import MASTER_ID
 from rocketmq_py.tools.mqadmin.app import app
-from rocketmq_py.tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, emit_kv, run_admin
+from rocketmq_py.tools.mqadmin.common import (
+    CommandError,
+    JsonOption,
+    NamesrvOption,
+    command,
+    emit,
+    emit_kv,
+    run_admin,
+    typed,
+)
 
 
 def _require_target(broker_addr: str | None, cluster: str | None) -> None:
@@ -96,7 +105,7 @@ def broker_status(
 
     result = run_admin(namesrv, job)
     if as_json:
-        emit(True, result)
+        emit(True, typed(result))
         return
     for addr, stats in result.items():
         emit_kv(False, stats, title=addr)
@@ -116,7 +125,7 @@ def get_broker_config(
 
     result = run_admin(namesrv, job)
     if as_json:
-        emit(True, result)
+        emit(True, typed(result))
         return
     for addr, props in result.items():
         typer.echo(f"============{addr}============")

@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -152,6 +153,28 @@ def emit(as_json: bool, data: Any, columns: Sequence[str] = (), rows: Sequence[S
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
     console().print(table)
+
+
+_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]+([eE][-+]?[0-9]+)?")
+
+
+def typed(value: Any) -> Any:
+    """A string map's values (Java's Properties and KVTable carry every value as text) as JSON
+    types for ``--json``: integers and decimals as numbers, true/false as booleans, text kept
+    (a leading zero, as deleteWhen's "04", stays text), inside dicts and lists too."""
+    if isinstance(value, dict):
+        return {k: typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if isinstance(value, str):
+        if _INT.fullmatch(value):
+            return int(value)
+        if _FLOAT.fullmatch(value):
+            return float(value)
+        if value in ("true", "false"):
+            return value == "true"
+    return value
 
 
 def emit_kv(as_json: bool, data: dict[str, Any], title: str | None = None) -> None:

@@ -83,20 +83,18 @@ async def _with_tracks(admin: Admin, msg: MessageExt) -> tuple[MessageExt, list[
 
 @command(app, "queryMsgById", "Query Message by Id")
 def query_msg_by_id(
-    msg_id: str = typer.Option(..., "-i", "--msgId", help="Message Id (offset id, or unique key with -t)"),
-    topic: str | None = typer.Option(None, "-t", "--topic", help="topic, to look the id up as a unique key"),
+    msg_id: str = typer.Option(..., "-i", "--msgId", help="Message Id: the offset id or the unique key (UNIQ_KEY)"),
+    topic: str | None = typer.Option(None, "-t", "--topic",
+                                      help="topic of a unique key (without it, every topic is searched)"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
     async def job(admin: Admin) -> tuple[MessageExt, list[MessageTrack] | None]:
-        try:
-            found: MessageExt | None = await admin.view_message(msg_id)
-        except Exception as exc:
-            if topic is None:
-                raise CommandError(f"message {msg_id} not found: {exc}") from None
-            found = await admin.query_message_by_unique_key(topic, msg_id)
-            if found is None:
-                raise CommandError(f"message {msg_id} not found in topic {topic}") from None
+        found = await admin.view_message_or_unique_key(msg_id.strip(), topic)
+        if found is None:
+            where = f"topic {topic}" if topic else "any topic of the cluster's brokers"
+            raise CommandError(f"message {msg_id} not found: no broker holds it as an offset id, "
+                               f"nor as a unique key in {where}")
         return await _with_tracks(admin, found)
 
     msg, tracks = run_admin(namesrv, job)
