@@ -1,7 +1,7 @@
 # The README's two commands: `make run` and `make test`. Both build .venv from scratch on a
 # fresh machine, so nothing installed by hand is needed. `run` installs only the daemons' own
-# dependencies; `test` adds the dev tools and the spark extra (pyspark + pyarrow for
-# tests/spark; Java 17 must be on the machine).
+# dependencies; `test` adds the dev tools, the spark extra (pyspark + pyarrow for tests/spark;
+# Java 17 must be on the machine), the dashboard extra, and Debian's chromium for its browser tests.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -11,7 +11,7 @@ FULL   := $(VENV)/.installed-dev-spark
 NODE_DIR  := tests/interop/node
 NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json
 
-.PHONY: run test lint bench clean interop-deps
+.PHONY: run test lint bench clean interop-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,7 @@ run: $(BASE)
 	$(BIN)/mqstandalone $(ARGS)
 
 # pytest exits 5 when it collected nothing; that must fail, never pass silently.
-test: $(FULL) $(NODE_DEPS)
+test: $(FULL) $(NODE_DEPS) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

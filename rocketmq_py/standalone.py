@@ -8,6 +8,8 @@ it keeps serving until interrupted, so official clients and tools can be pointed
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
 import time
 
@@ -93,7 +95,7 @@ def broker_configs(host: str, broker_port: int, home: str, options: list[str]
 
 
 async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettyServerConfig, MessageStoreConfig],
-                 home: str, demo_only: bool, metrics_port: int = -1) -> None:
+                 home: str, demo_only: bool, metrics_port: int = -1, dashboard_port: int = -1) -> None:
     namesrv = NamesrvController(
         NamesrvConfig(rocketmqHome=home, kvConfigPath=os.path.join(home, "namesrv", "kvConfig.json"),
                       configStorePath=os.path.join(home, "namesrv", "namesrv.properties")),
@@ -119,12 +121,23 @@ async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettySe
     print(f"The broker[broker-a, {broker.broker_addr}] boot success. serializeType=JSON and name server is "
           f"{namesrv.address}", flush=True)
     print(f"data dir: {home}")
+    dashboard_stop = asyncio.Event()
+    dashboard = None
+    if dashboard_port >= 0:
+        from rocketmq_py.tools.dashboard.startup import bind, serve  # the dashboard extra
+
+        sock = bind(host, dashboard_port)  # here, so a port in use stops the start-up at once
+        dashboard = asyncio.get_running_loop().create_task(serve(namesrv.address, host, dashboard_port,
+                                                                 stop=dashboard_stop, sock=sock))
     try:
         await _demo(namesrv.address, broker.broker_addr)
         if not demo_only:
             print(f"Ready: point clients at NAMESRV_ADDR={namesrv.address}. Ctrl-C to stop.", flush=True)
             await wait_for_stop_signal().wait()
     finally:
+        if dashboard is not None:
+            dashboard_stop.set()
+            await dashboard
         if metrics is not None:
             await metrics.close()
         await broker.shutdown()
@@ -143,7 +156,12 @@ def main(
     option: list[str] = typer.Option([], "-o", "--option",  # noqa: B008
                                      help="Override one broker or store config key: -o key=value"),
     log_level: str = typer.Option("WARNING", "--log-level", help="Logging level"),
+    dashboard_port: int = typer.Option(-1, "--dashboard-port", min=-1, max=65535,
+                                       help="mqdashboard web console port (0 = any free, -1 = off)"),
 ) -> None:
+    if dashboard_port >= 0 and importlib.util.find_spec("starlette") is None:
+        fail("mqstandalone", "--dashboard-port needs the dashboard extra",
+             "pip install 'rocketmq-py[dashboard]'", 2)
     try:
         broker_setup = broker_configs(host, broker_port, home, option)
     except ConfigError as exc:
@@ -151,7 +169,7 @@ def main(
     setup_logging("standalone", log_level, default_log_dir(home))
     raise_open_file_limit()
     try:
-        run(_serve(host, port, broker_setup, home, demo_only, metrics_port))
+        run(_serve(host, port, broker_setup, home, demo_only, metrics_port, dashboard_port))
     except AddressInUseError as exc:
         fail("mqstandalone", exc, exc.hint or PORT_HINT)
     except StoreLockedError as exc:

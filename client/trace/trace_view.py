@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from rocketmq_py.client.trace.trace_data_encoder import decode
 from rocketmq_py.remoting.protocol.message import MessageExt
+
+if TYPE_CHECKING:
+    from rocketmq_py.client.admin import Admin
+
+# Java's queryMessage(traceTopic, msgId, 64, 0, now).
+MAX_TRACE_MESSAGES = 64
 
 
 @dataclass
@@ -51,3 +59,11 @@ def decode_from_trace_trans_data(key: str, message: MessageExt) -> list[TraceVie
             time_stamp=ctx.time_stamp, topic=bean.topic, group_name=ctx.group_name,
             status="success" if ctx.success else "failed"))
     return views
+
+
+async def query_trace_by_msg_id(admin: Admin, trace_topic: str, msg_id: str) -> list[TraceView]:
+    """Every record about ``msg_id`` in the trace messages indexed under it, oldest first (what
+    QueryMsgTraceByIdSubCommand reads, for mqadmin and the dashboard)."""
+    found = await admin.query_message(trace_topic, msg_id, MAX_TRACE_MESSAGES, 0, int(time.time() * 1000))
+    views = [v for m in found for v in decode_from_trace_trans_data(msg_id, m)]
+    return sorted(views, key=lambda v: v.time_stamp)

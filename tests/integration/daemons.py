@@ -115,6 +115,13 @@ def start_broker(home: str, namesrv_addr: str, *options: str, name: str = "broke
     return _spawn(f"mqbroker-{name}", args, home, "boot success", timeout)
 
 
+def start_dashboard(home: str, namesrv_addr: str, timeout: float = 30.0) -> Daemon:
+    """mqdashboard on 127.0.0.1 with a free port, reading the cluster of ``namesrv_addr``."""
+    os.makedirs(home, exist_ok=True)
+    return _spawn("mqdashboard", ["rocketmq_py.tools.dashboard", "-n", namesrv_addr, "--host", "127.0.0.1",
+                                  "--port", "0"], home, "mqdashboard boot success", timeout)
+
+
 class DaemonSet:
     """Every daemon one test started, under one temp dir; stopping them all is the fixture's job.
 
@@ -133,6 +140,11 @@ class DaemonSet:
 
     def broker(self, namesrv_addr: str, *options: str, name: str = "broker-a") -> Daemon:
         d = start_broker(os.path.join(self.root, name), namesrv_addr, *options, name=name)
+        self.started.append(d)
+        return d
+
+    def dashboard(self, namesrv_addr: str, name: str = "dashboard") -> Daemon:
+        d = start_dashboard(os.path.join(self.root, name), namesrv_addr)
         self.started.append(d)
         return d
 

@@ -4,25 +4,13 @@ SubBefore and EndTransaction included."""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 import typer
 
-from rocketmq_py.client.admin import Admin
-from rocketmq_py.client.trace import RMQ_SYS_TRACE_TOPIC, TraceView, decode_from_trace_trans_data
+from rocketmq_py.client.trace import RMQ_SYS_TRACE_TOPIC, TraceView, query_trace_by_msg_id
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, run_admin
-
-# Java's queryMessage(traceTopic, msgId, 64, 0, now).
-MAX_TRACE_MESSAGES = 64
-
-
-async def query_trace_by_msg_id(admin: Admin, trace_topic: str, msg_id: str) -> list[TraceView]:
-    """Every record about ``msg_id`` in the trace messages indexed under it, oldest first."""
-    found = await admin.query_message(trace_topic, msg_id, MAX_TRACE_MESSAGES, 0, int(time.time() * 1000))
-    views = [v for m in found for v in decode_from_trace_trans_data(msg_id, m)]
-    return sorted(views, key=lambda v: v.time_stamp)
 
 
 def _row(kind: str, v: TraceView) -> str:

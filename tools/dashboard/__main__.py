@@ -1,0 +1,3 @@
+from rocketmq_py.tools.dashboard.startup import cli
+
+cli()
