@@ -9,7 +9,6 @@ it keeps serving until interrupted, so official clients and tools can be pointed
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import time
 
@@ -39,6 +38,7 @@ from rocketmq_py.remoting.protocol.message import decode_records, properties_to_
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.store.message_store import StoreLockedError
+from rocketmq_py.tools.dashboard import missing_dependencies
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
@@ -159,8 +159,9 @@ def main(
     dashboard_port: int = typer.Option(-1, "--dashboard-port", min=-1, max=65535,
                                        help="mqdashboard web console port (0 = any free, -1 = off)"),
 ) -> None:
-    if dashboard_port >= 0 and importlib.util.find_spec("starlette") is None:
-        fail("mqstandalone", "--dashboard-port needs the dashboard extra",
+    missing = missing_dependencies() if dashboard_port >= 0 else []
+    if missing:
+        fail("mqstandalone", f"--dashboard-port needs the dashboard extra (missing {', '.join(missing)})",
              "pip install 'rocketmq-py[dashboard]'", 2)
     try:
         broker_setup = broker_configs(host, broker_port, home, option)

@@ -4,11 +4,14 @@ reading them, and stopped with them (exit 0)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import urllib.request
 
 import pytest
 
-from tests.integration.daemons import _spawn
+from tests.integration.daemons import ROOT, _spawn
 from tests.waiting import wait_until
 
 pytest.importorskip("starlette")
@@ -32,3 +35,11 @@ def test_standalone_serves_the_dashboard(tmp_path: str) -> None:
     finally:
         code = standalone.stop()
     assert code == 0, "\n".join(standalone.lines[-20:])
+
+
+def test_mqdashboard_without_a_namesrv_is_one_line() -> None:
+    out = subprocess.run([sys.executable, "-m", "rocketmq_py.tools.dashboard"], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"},
+                         stdin=subprocess.DEVNULL)
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and "no NameServer address" in lines[0], out.stderr

@@ -21,7 +21,7 @@ import pytest
 
 from tests.integration.daemons import ROOT
 
-CONSOLE_SCRIPTS = ("mqadmin", "mqbench", "mqbroker", "mqcluster", "mqnamesrv", "mqstandalone")
+CONSOLE_SCRIPTS = ("mqadmin", "mqbench", "mqbroker", "mqcluster", "mqdashboard", "mqnamesrv", "mqstandalone")
 
 
 @dataclass
@@ -91,7 +91,8 @@ def test_the_wheel_holds_one_top_level_package(installed: Installed) -> None:
     assert {t for t in top if not t.endswith(".dist-info")} == {"rocketmq_py"}
     for required in ("rocketmq_py/py.typed", "rocketmq_py/conf/namesrv.conf", "rocketmq_py/conf/broker.conf",
                      "rocketmq_py/conf/2m-noslave/broker-a.properties", "rocketmq_py/standalone.py",
-                     "rocketmq_py/client/producer.py", "rocketmq_py/client/spark/source.py"):
+                     "rocketmq_py/client/producer.py", "rocketmq_py/client/spark/source.py",
+                     "rocketmq_py/tools/dashboard/templates/base.html"):
         assert required in names, required
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(installed.wheel) as whl:

@@ -1,3 +1,3 @@
-from rocketmq_py.tools.dashboard.startup import cli
+from rocketmq_py.tools.dashboard import main
 
-cli()
+main()
