@@ -48,6 +48,7 @@ _I32 = struct.Struct(">i")
 # BrokerMetricsManager's message-size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 MESSAGE_SIZE_BUCKETS = (1024.0, 4096.0, 524288.0, 1048576.0, 2097152.0, 4194304.0)
 NODE_LABELS = ["cluster", "node_type", "node_id"]
+MAX_HELD_TIMED = 100_000
 _LANGUAGES = {c.value: c.name.lower() for c in LanguageCode}
 # Property markers of TopicMessageType.parseFromMessageProperty, as they appear in the
 # properties string (name, 0x01, value, 0x02).
@@ -321,13 +322,27 @@ class BrokerMetrics:
     def _wrap_pull(self, broker: BrokerController) -> None:
         # Held long polls are answered through ``pull`` as well (execute_held), not through the
         # processor table, so counting here sees every message a consumer gets.
+        # A pull the broker holds (long polling) is timed from its arrival to the re-run that
+        # answers it, and counted in rpc latency then, with is_long_polling="true".
         processor = broker.pull_processor
         inner = processor.pull
         on_pull = self.collector.on_pull
+        latency = self.collector.rpc_latency
+        held: dict[int, float] = {}
 
         def pull(conn, request, allow_suspend):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
             response = inner(conn, request, allow_suspend)
             on_pull(request, response)
+            if allow_suspend:
+                if response is None:
+                    if len(held) > MAX_HELD_TIMED:  # held pulls never answered (cannot happen): bounded anyway
+                        held.clear()
+                    held[id(request)] = started
+            else:
+                since = held.pop(id(request), None)
+                if since is not None and response is not None:
+                    latency.observe(request, response, (time.perf_counter() - since) * 1000.0, long_polling=True)
             return response
 
         processor.pull = pull  # type: ignore[method-assign]

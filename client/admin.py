@@ -205,8 +205,11 @@ class Admin:
             return ConsumerRunningInfo.decode(r.body or b"{}")
         raise last or MQClientError(f"The Consumer <{group}> <{client_id}> not online")
 
-    async def examine_consumer_connection_info(self, group: str) -> dict:  # type: ignore[type-arg]
-        for addr in await self._cluster_masters(None):
+    async def examine_consumer_connection_info(self, group: str, broker_addr: str | None = None
+                                               ) -> dict:  # type: ignore[type-arg]
+        """The group's connections as one broker sees them: ``broker_addr``, else the first
+        master that knows the group online."""
+        for addr in [broker_addr] if broker_addr else await self._cluster_masters(None):
             r = await self._call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group},
                                  ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
             if r.code == ResponseCode.SUCCESS and r.body:

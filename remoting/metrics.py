@@ -104,17 +104,22 @@ class RpcLatency(HistogramSeries):
 
     def __init__(self) -> None:
         super().__init__("rocketmq_rpc_latency_milliseconds", "Rpc latency", self.LABELS, RPC_LATENCY_BUCKETS_MS)
-        self._by_codes: dict[tuple[int, int, bool], Buckets] = {}
+        self._by_codes: dict[tuple[int, int, bool, bool], Buckets] = {}
 
-    def observe(self, request: RemotingCommand, response: RemotingCommand | None, elapsed_ms: float) -> None:
+    def observe(self, request: RemotingCommand, response: RemotingCommand | None, elapsed_ms: float,
+                long_polling: bool = False) -> None:
+        """One answered request; a request with no answer yet (a held pull) is observed when it
+        is answered, as Java records it when the response is written."""
         oneway = request.is_oneway
-        key = (request.code, -1 if oneway or response is None else response.code, oneway)
+        if response is None and not oneway:
+            return
+        key = (request.code, -1 if response is None else response.code, oneway, long_polling)
         buckets = self._by_codes.get(key)
         if buckets is None:
             response_name = "" if key[1] == -1 else _RESPONSE_NAMES.get(key[1], str(key[1]))
             buckets = self._by_codes[key] = self.child((
-                "remoting", request_code_name(request.code).lower(), response_name, "false",
-                "oneway" if oneway else "success"))
+                "remoting", request_code_name(request.code).lower(), response_name,
+                "true" if long_polling else "false", "oneway" if oneway else "success"))
         buckets.observe(elapsed_ms)
 
 

@@ -12,10 +12,10 @@ from prometheus_client import CollectorRegistry, Counter
 from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
-from rocketmq_py.remoting import RemotingClient, ResponseCode
+from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.metrics import MetricsHttpServer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
-from tests.integration.broker_client import send_request
+from tests.integration.broker_client import pull_request, send_request
 from tests.integration.daemons import DaemonSet
 from tests.integration.scrape import Samples, metrics_addr, scrape_async
 
@@ -193,8 +193,26 @@ async def test_names_labels_lag_and_dlq_as_rocketmq5(daemons: DaemonSet) -> None
             assert done.one("rocketmq_consumer_lag_messages", **group) == 0
             assert done.one("rocketmq_consumer_lag_latency_milliseconds", **group) == 0
 
+
         # A message sent straight to a retry topic past its group's max reconsume times goes to
         # the DLQ and is counted there (SendMessageProcessor's DLQ path).
+        # A pull of a queue at its end, held by the broker until its suspend time ends: a
+        # long-polling pull in rpc latency, timed from arrival to answer.
+        client = RemotingClient()
+        try:
+            queue_end = int((await client.invoke(broker.addr, RemotingCommand.request(
+                RequestCode.GET_MAX_OFFSET, {"topic": "LagTopic", "queueId": "0"}), 10)).ext_fields["offset"])
+            held = await client.invoke(broker.addr, pull_request("lag_group", "LagTopic", 0, queue_end,
+                                                                 suspend_ms=300), 10)
+            assert held.code == ResponseCode.PULL_NOT_FOUND
+        finally:
+            await client.close()
+        polled = await scrape_async(addr)
+        assert polled.one("rocketmq_rpc_latency_milliseconds_count", request_code="pull_message",
+                          response_code="pull_not_found", is_long_polling="true") >= 1
+        assert polled.one("rocketmq_rpc_latency_milliseconds_bucket", request_code="pull_message",
+                          response_code="pull_not_found", is_long_polling="true", le="100.0") == 0
+
         request = send_request("%RETRY%lag_group", b"to dlq", group="lag_producer")
         assert request.ext_fields is not None
         request.ext_fields["j"] = "99"  # reconsumeTimes

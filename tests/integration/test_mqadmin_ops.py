@@ -189,7 +189,7 @@ def test_clone_and_skip_offsets(cluster: tuple[Daemon, Daemon]) -> None:
 
 
 def test_consumer_status_and_config(cluster: tuple[Daemon, Daemon]) -> None:
-    ns, _ = cluster
+    ns, broker = cluster
     topic(ns, "OpsStatus", 2)
     mq("updateSubGroup", "-g", "ops_status_group", "-c", "DefaultCluster", "-r", "7", "-n", ns.addr)
     configs = mq_json("getConsumerConfig", "-g", "ops_status_group", "-n", ns.addr)
@@ -210,7 +210,7 @@ def test_consumer_status_and_config(cluster: tuple[Daemon, Daemon]) -> None:
             listed = await asyncio.to_thread(RUNNER.invoke, app, ["consumerStatus", "-g", "ops_status_group",
                                                                   "--json", "-n", ns.addr])
             table = await asyncio.to_thread(RUNNER.invoke, app, ["consumerStatus", "-g", "ops_status_group",
-                                                                 "-n", ns.addr])
+                                                                 "-b", broker.addr, "-n", ns.addr])
             return listed, table
 
     listed, table = asyncio.run(with_consumer())

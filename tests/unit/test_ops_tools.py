@@ -11,7 +11,7 @@ import pytest
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
-from rocketmq_py.broker.metrics import BrokerMetrics, count_records
+from rocketmq_py.broker.metrics import BrokerMetrics, BrokerMetricsCollector, count_records
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.logsetup import reset_logging, setup_logging
@@ -19,6 +19,7 @@ from rocketmq_py.remoting.metrics import RpcLatency, TimedProcessor
 from rocketmq_py.remoting.processor import ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.protocol.message import MessageExt, encode_record
 from rocketmq_py.remoting.server_config import NettyServerConfig
+from rocketmq_py.remoting.version import version_desc
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.tools.bench_stats import LatencyRecorder, percentile
 from rocketmq_py.tools.mqadmin.common import CommandError, parse_timestamp
@@ -159,3 +160,33 @@ def test_timed_processor_keeps_a_processors_runs_and_observes_each_request() -> 
     assert _count(latency, "send_message_v2", "success") == 2
     plain = TimedProcessor(_Echo(), latency)
     assert getattr(plain, "process_requests", None) is None, "no runs for a processor that takes none"
+
+
+def test_messages_in_by_topic_and_type_and_not_for_retry_topics() -> None:
+    collector = BrokerMetricsCollector.__new__(BrokerMetricsCollector)
+    BrokerMetricsCollector.__init__(collector, None)  # type: ignore[arg-type]  # hooks only: no broker read
+
+    def sent(code: RequestCode, ext: dict[str, str], body: bytes) -> None:
+        request = RemotingCommand.request(code, ext, body)
+        collector.on_send(request, request.response(ResponseCode.SUCCESS))
+
+    sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": "UNIQ_KEY\x01A\x02TAGS\x01x"}, b"a" * 10)
+    sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": "TRAN_MSG\x01true\x02PGROUP\x01g"}, b"b" * 20)
+    sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": "DELAY\x013"}, b"c")
+    sent(RequestCode.SEND_MESSAGE, {"topic": "T", "properties": "__SHARDINGKEY\x01k"}, b"d")
+    batch = b"".join(encode_record(MessageExt(topic="T", body=b"x" * n)) for n in (1, 2, 3))
+    sent(RequestCode.SEND_BATCH_MESSAGE, {"b": "T", "i": ""}, batch)
+    sent(RequestCode.SEND_MESSAGE_V2, {"b": "%RETRY%g", "i": ""}, b"e")
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": ""}, b"f")
+    collector.on_send(request, request.response(ResponseCode.SYSTEM_ERROR))  # refused: not counted
+    assert collector.messages_in == {("T", "normal", "false"): [1 + 3, 10 + len(batch)],
+                                     ("T", "transaction", "false"): [1, 20], ("T", "delay", "false"): [1, 1],
+                                     ("T", "fifo", "false"): [1, 1]}
+    sizes = collector.message_size.series[("T", "normal", "false")]
+    assert sum(sizes.counts) == 2 and sizes.total == 10 + len(batch) / 3
+
+
+def test_version_names_follow_mqversion() -> None:
+    assert version_desc(401) == "V4_9_4"
+    assert version_desc(0) == "V3_0_0_SNAPSHOT" and version_desc(15) == "V3_0_0_FINAL"
+    assert version_desc(479) == "V5_3_3"

@@ -105,13 +105,13 @@ def consumer_status(
     group: str = typer.Option(..., "-g", "--consumerGroup", help="consumer group name"),
     client_id: str | None = typer.Option(None, "-i", "--clientId", help="The consumer's client id"),
     broker_addr: str | None = typer.Option(None, "-b", "--brokerAddr",
-                                           help="broker address (accepted; every master is asked for the group)"),
+                                           help="broker address (the consumers connected to it)"),
     jstack: bool = typer.Option(False, "-s", "--jstack", help="Run jstack command in the consumer progress"),
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
     async def job(admin: Admin) -> dict[str, tuple[int, ConsumerRunningInfo]]:
-        connection = await admin.examine_consumer_connection_info(group)
+        connection = await admin.examine_consumer_connection_info(group, broker_addr)
         clients = {c["clientId"]: int(c.get("version", 0)) for c in connection.get("connectionSet", [])}
         if client_id is not None:
             if client_id not in clients:
