@@ -172,6 +172,9 @@ def prepare_runtime_info(broker: BrokerController) -> dict[str, str]:
         "remainTransientStoreBufferNumbs": str(NO_TRANSIENT_POOL),
         "remainHowManyDataToFlush": human_readable_bytes(
             max(store.get_max_phy_offset() - store.commit_log.queue.flushed_where, 0)),
+        # rocketmq-py's addition (Java has no such key): the long polls PullRequestHoldService
+        # holds now, so a caller can see a pull parked instead of guessing with a sleep.
+        "pullRequestHoldCount": str(broker.pull_hold.held),
     })
     root = broker.store_config.storePathRootDir
     if os.path.exists(root):

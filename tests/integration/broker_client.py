@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
@@ -59,6 +60,19 @@ def pull_request(group: str, topic: str, queue_id: int, offset: int, *, subscrip
 async def call(client: RemotingClient, addr: str, code: int, header: dict[str, str] | None = None,
                body: bytes | None = None, timeout: float = 5.0) -> RemotingCommand:
     return await client.invoke(addr, RemotingCommand.request(code, header, body), timeout)
+
+
+async def held_pulls(client: RemotingClient, broker: str) -> int:
+    """How many long polls ``broker`` holds now (``pullRequestHoldCount`` of its runtime info)."""
+    info = await call(client, broker, RequestCode.GET_BROKER_RUNTIME_INFO)
+    return int(json.loads(info.body)["table"]["pullRequestHoldCount"])
+
+
+async def wait_held_pulls(client: RemotingClient, broker: str, count: int, timeout: float = 5.0) -> None:
+    """Until ``broker`` holds ``count`` long polls; AssertionError after ``timeout``."""
+    async def parked() -> bool:
+        return await held_pulls(client, broker) == count
+    assert await wait_for_async(parked, timeout, 0.02), f"the broker did not come to hold {count} pull(s)"
 
 
 async def wait_for_route(ns: str, topic: str, timeout: float = 5.0) -> None:

@@ -40,6 +40,8 @@ RUNTIME_INFO_KEYS = {
     "queryThreadPoolQueueHeadWaitTimeMills", "earliestMessageTimeStamp", "startAcceptSendRequestTimeStamp",
     "remainTransientStoreBufferNumbs", "remainHowManyDataToFlush", "commitLogDirCapacity",
 }
+# rocketmq-py's additions to the table (docs/admin-codes.md#get_broker_runtime_info); Java's tools ignore them.
+RUNTIME_INFO_ADDITIONS = {"pullRequestHoldCount"}
 # What ClusterListSubCommand and BrokerStatusSubCommand read without a null check.
 CLUSTER_LIST_READS = {
     "putTps", "getTransferedTps", "sendThreadPoolQueueSize", "pullThreadPoolQueueSize",
@@ -99,7 +101,8 @@ async def test_broker_runtime_info_has_every_java_key(module_broker: Daemon, cli
     table = await runtime_info()
     assert all(type(v) is str for v in table.values())
     varying = {k for k in table if k.startswith(("commitLogDiskRatio_", "scheduleMessageOffset_"))}
-    assert set(table) - varying == RUNTIME_INFO_KEYS
+    assert set(table) - varying == RUNTIME_INFO_KEYS | RUNTIME_INFO_ADDITIONS
+    assert table["pullRequestHoldCount"] == "0", "no pull is parked here"
     assert CLUSTER_LIST_READS <= set(table)
     assert len([k for k in varying if k.startswith("commitLogDiskRatio_")]) == 1
     for key in LONG_KEYS:
