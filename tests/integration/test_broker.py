@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
-from collections.abc import AsyncIterator, Iterator
-
-import pytest
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
-from tests.integration.broker_client import batch_request, call, pull_request, send_request
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.broker_client import batch_request, call, pull_request, send_request, wait_held_pulls
+from tests.integration.daemons import Daemon, DaemonSet
 
-
-@pytest.fixture
-def cluster(tmp_path: str) -> Iterator[tuple[Daemon, Daemon]]:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    broker = start_broker(os.path.join(str(tmp_path), "broker"), ns.addr, "channelExpiredTimeout=120000")
-    yield ns, broker
-    broker.stop()
-    ns.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    yield c
-    await c.close()
+# The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
+BROKER_OPTIONS = ("channelExpiredTimeout=120000",)
 
 
 async def route_of(client: RemotingClient, ns: str, topic: str) -> RemotingCommand:
@@ -101,7 +84,7 @@ async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, 
     producer = RemotingClient()
     try:
         held = asyncio.ensure_future(client.invoke(broker.addr, pull_request("cg", "Poll", 1, 1, suspend_ms=10000), 15))
-        await asyncio.sleep(0.3)  # let the pull reach the broker and be parked (what is measured comes after)
+        await wait_held_pulls(producer, broker.addr, 1)  # parked: what is measured comes after
         assert not held.done(), "a pull that found nothing must be held"
         sent_at = time.monotonic()
         await producer.invoke(broker.addr, send_request("Poll", b"second", queue_id=1), 5)
@@ -117,7 +100,7 @@ async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, 
         # A batch wakes a pull that only its middle entry satisfies: each entry is announced.
         tagged = asyncio.ensure_future(client.invoke(broker.addr, pull_request(
             "cg", "Poll", 1, 2, suspend_ms=10000, subscription="TagB"), 15))
-        await asyncio.sleep(0.3)
+        await wait_held_pulls(producer, broker.addr, 1)
         assert not tagged.done()
         sent_at = time.monotonic()
         batch = await producer.invoke(broker.addr, batch_request("Poll", [b"t0", b"t1", b"t2"], queue_id=1,
@@ -132,58 +115,48 @@ async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, 
         await producer.close()
 
 
-async def test_offsets_committed_queried_and_persisted(tmp_path: str, client: RemotingClient) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    home = os.path.join(str(tmp_path), "broker")
-    broker = start_broker(home, ns.addr, "flushConsumerOffsetInterval=200")
-    try:
-        for i in range(5):
-            await client.invoke(broker.addr, send_request("Off", f"o{i}".encode(), queue_id=0), 5)
-        q = {"consumerGroup": "cg", "topic": "Off", "queueId": "0"}
-        first = await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)
-        assert first.code == ResponseCode.SUCCESS and first.ext_fields["offset"] == "0", "young queue: from 0"
-        await call(client, broker.addr, RequestCode.UPDATE_CONSUMER_OFFSET, {**q, "commitOffset": "3"})
-        await client.invoke(broker.addr, pull_request("cg", "Off", 0, 3, commit_offset=4), 5)
-        assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
-        assert (await call(client, broker.addr, RequestCode.GET_MAX_OFFSET,
-                           {"topic": "Off", "queueId": "0"})).ext_fields["offset"] == "5"
-        assert broker.stop() == 0
-        broker = start_broker(home, ns.addr)
-        assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
-        pulled = await client.invoke(broker.addr, pull_request("cg", "Off", 0, 0), 5)
-        assert [m.body for m in decode_records(pulled.body)] == [f"o{i}".encode() for i in range(5)]
-        topics = await call(client, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-        assert "Off" in json.loads(topics.body)["topicConfigTable"], "topics survive a restart"
-    finally:
-        broker.stop()
-        ns.stop()
+async def test_offsets_committed_queried_and_persisted(daemons: DaemonSet, client: RemotingClient) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "flushConsumerOffsetInterval=200")
+    for i in range(5):
+        await client.invoke(broker.addr, send_request("Off", f"o{i}".encode(), queue_id=0), 5)
+    q = {"consumerGroup": "cg", "topic": "Off", "queueId": "0"}
+    first = await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)
+    assert first.code == ResponseCode.SUCCESS and first.ext_fields["offset"] == "0", "young queue: from 0"
+    await call(client, broker.addr, RequestCode.UPDATE_CONSUMER_OFFSET, {**q, "commitOffset": "3"})
+    await client.invoke(broker.addr, pull_request("cg", "Off", 0, 3, commit_offset=4), 5)
+    assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
+    assert (await call(client, broker.addr, RequestCode.GET_MAX_OFFSET,
+                       {"topic": "Off", "queueId": "0"})).ext_fields["offset"] == "5"
+    assert broker.stop() == 0
+    broker = daemons.broker(ns.addr)  # the same home: broker-a's
+    assert (await call(client, broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, q)).ext_fields["offset"] == "4"
+    pulled = await client.invoke(broker.addr, pull_request("cg", "Off", 0, 0), 5)
+    assert [m.body for m in decode_records(pulled.body)] == [f"o{i}".encode() for i in range(5)]
+    topics = await call(client, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+    assert "Off" in json.loads(topics.body)["topicConfigTable"], "topics survive a restart"
 
 
-async def test_sigkill_loses_no_acknowledged_message(tmp_path: str, client: RemotingClient) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    home = os.path.join(str(tmp_path), "broker")
-    broker = start_broker(home, ns.addr)
-    try:
-        acked = []
-        for i in range(200):
-            r = await client.invoke(broker.addr, send_request("Kill", f"k{i}".encode(), queue_id=i % 2), 5)
-            assert r.code == ResponseCode.SUCCESS
-            acked.append((i % 2, int(r.ext_fields["queueOffset"]), f"k{i}".encode()))
-        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
-                   b'{"groupName":"kept_group","retryMaxTimes":3}')
-        broker.kill()
-        broker = start_broker(home, ns.addr)
-        for qid in (0, 1):
-            pulled = await client.invoke(broker.addr, pull_request("cg", "Kill", qid, 0, max_nums=200), 5)
-            got = [m.body for m in decode_records(pulled.body)]
-            assert got == [b for q, _, b in acked if q == qid][: len(got)]
-            total = int(pulled.ext_fields["maxOffset"])
-            assert total == sum(1 for q, _, _ in acked if q == qid)
-        groups = await call(client, broker.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        assert json.loads(groups.body)["subscriptionGroupTable"]["kept_group"]["retryMaxTimes"] == 3
-    finally:
-        broker.stop()
-        ns.stop()
+async def test_sigkill_loses_no_acknowledged_message(daemons: DaemonSet, client: RemotingClient) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr)
+    acked = []
+    for i in range(200):
+        r = await client.invoke(broker.addr, send_request("Kill", f"k{i}".encode(), queue_id=i % 2), 5)
+        assert r.code == ResponseCode.SUCCESS
+        acked.append((i % 2, int(r.ext_fields["queueOffset"]), f"k{i}".encode()))
+    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+               b'{"groupName":"kept_group","retryMaxTimes":3}')
+    broker.kill()
+    broker = daemons.broker(ns.addr)  # the same home: broker-a's
+    for qid in (0, 1):
+        pulled = await client.invoke(broker.addr, pull_request("cg", "Kill", qid, 0, max_nums=200), 5)
+        got = [m.body for m in decode_records(pulled.body)]
+        assert got == [b for q, _, b in acked if q == qid][: len(got)]
+        total = int(pulled.ext_fields["maxOffset"])
+        assert total == sum(1 for q, _, _ in acked if q == qid)
+    groups = await call(client, broker.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    assert json.loads(groups.body)["subscriptionGroupTable"]["kept_group"]["retryMaxTimes"] == 3
 
 
 async def test_consumer_membership_change_is_notified(cluster: tuple[Daemon, Daemon]) -> None:
@@ -233,53 +206,49 @@ async def test_queue_locks(cluster: tuple[Daemon, Daemon], client: RemotingClien
     assert len(json.loads(b.body)["lockOKMQSet"]) == 1
 
 
-async def test_bad_input_gets_clear_errors_and_changes_nothing(tmp_path: str, client: RemotingClient) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    broker = start_broker(os.path.join(str(tmp_path), "broker"), ns.addr, "autoCreateTopicEnable=false",
-                          "maxMessageSize=1024", "autoCreateSubscriptionGroup=false")
-    try:
-        no_topic = await client.invoke(broker.addr, send_request("NoSuchTopic", b"x"), 5)
-        assert no_topic.code == ResponseCode.TOPIC_NOT_EXIST and "not exist" in no_topic.remark
-        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
-                   {"topic": "Small", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
-                    "perm": "6", "topicFilterType": "SINGLE_TAG"})
-        await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
-                   {"topic": "ReadOnly", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
-                    "perm": "4", "topicFilterType": "SINGLE_TAG"})
-        big = await client.invoke(broker.addr, send_request("Small", b"x" * 2048), 5)
-        assert big.code == ResponseCode.MESSAGE_ILLEGAL
-        bad_queue = await client.invoke(broker.addr, send_request("Small", b"x", queue_id=7), 5)
-        assert bad_queue.code == ResponseCode.SYSTEM_ERROR and "queueId[7] is illegal" in bad_queue.remark
-        read_only = await client.invoke(broker.addr, send_request("ReadOnly", b"x"), 5)
-        assert read_only.code == ResponseCode.NO_PERMISSION
-        bad_name = await client.invoke(broker.addr, send_request("bad topic!", b"x"), 5)
-        assert bad_name.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in bad_name.remark
-        system = await client.invoke(broker.addr, send_request("SCHEDULE_TOPIC_XXXX", b"x"), 5)
-        assert system.code == ResponseCode.NO_PERMISSION
-        unknown_group = await client.invoke(broker.addr, pull_request("nobody", "Small", 0, 0), 5)
-        assert unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
-        no_header = await call(client, broker.addr, RequestCode.SEND_MESSAGE_V2, {"a": "pg"}, b"x")
-        assert no_header.code == ResponseCode.SYSTEM_ERROR and "is null" in no_header.remark
-        unknown = await call(client, broker.addr, 4242)
-        assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
-        # Batches: each refused whole, with its reason.
-        truncated = batch_request("Small", [b"a", b"b"])
-        truncated.body = truncated.body[:-3]  # type: ignore[index]
-        not_utf8 = batch_request("Small", [b"a"], entry_properties=["P\x01@@"])
-        not_utf8.body = not_utf8.body.replace(b"@@", b"\xff\xfe")  # type: ignore[union-attr]
-        empty = batch_request("Small", [])
-        for request, remark in ((truncated, "malformed"), (not_utf8, "not UTF-8"), (empty, "empty"),
-                                (batch_request("Small", [b"a", b"b"], entry_properties=["", "DELAY\x013"]), "delayed"),
-                                (batch_request("Small", [b"a", b"x" * 2048]), "size"),
-                                (batch_request("%RETRY%g", [b"a"]), "retry group")):
-            r = await client.invoke(broker.addr, request, 5)
-            assert r.code == ResponseCode.MESSAGE_ILLEGAL and remark in r.remark, (remark, r.remark)
-        for qid in (0, 1):
-            r = await call(client, broker.addr, RequestCode.GET_MAX_OFFSET, {"topic": "Small", "queueId": str(qid)})
-            assert r.ext_fields["offset"] == "0", "nothing was stored"
-        assert broker.alive()
-        ok = await client.invoke(broker.addr, send_request("Small", b"fine"), 5)
-        assert ok.code == ResponseCode.SUCCESS
-    finally:
-        broker.stop()
-        ns.stop()
+async def test_bad_input_gets_clear_errors_and_changes_nothing(daemons: DaemonSet, client: RemotingClient) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "autoCreateTopicEnable=false", "maxMessageSize=1024",
+                            "autoCreateSubscriptionGroup=false")
+    no_topic = await client.invoke(broker.addr, send_request("NoSuchTopic", b"x"), 5)
+    assert no_topic.code == ResponseCode.TOPIC_NOT_EXIST and "not exist" in no_topic.remark
+    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+               {"topic": "Small", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+                "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+               {"topic": "ReadOnly", "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1",
+                "perm": "4", "topicFilterType": "SINGLE_TAG"})
+    big = await client.invoke(broker.addr, send_request("Small", b"x" * 2048), 5)
+    assert big.code == ResponseCode.MESSAGE_ILLEGAL
+    bad_queue = await client.invoke(broker.addr, send_request("Small", b"x", queue_id=7), 5)
+    assert bad_queue.code == ResponseCode.SYSTEM_ERROR and "queueId[7] is illegal" in bad_queue.remark
+    read_only = await client.invoke(broker.addr, send_request("ReadOnly", b"x"), 5)
+    assert read_only.code == ResponseCode.NO_PERMISSION
+    bad_name = await client.invoke(broker.addr, send_request("bad topic!", b"x"), 5)
+    assert bad_name.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in bad_name.remark
+    system = await client.invoke(broker.addr, send_request("SCHEDULE_TOPIC_XXXX", b"x"), 5)
+    assert system.code == ResponseCode.NO_PERMISSION
+    unknown_group = await client.invoke(broker.addr, pull_request("nobody", "Small", 0, 0), 5)
+    assert unknown_group.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    no_header = await call(client, broker.addr, RequestCode.SEND_MESSAGE_V2, {"a": "pg"}, b"x")
+    assert no_header.code == ResponseCode.SYSTEM_ERROR and "is null" in no_header.remark
+    unknown = await call(client, broker.addr, 4242)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    # Batches: each refused whole, with its reason.
+    truncated = batch_request("Small", [b"a", b"b"])
+    truncated.body = truncated.body[:-3]  # type: ignore[index]
+    not_utf8 = batch_request("Small", [b"a"], entry_properties=["P\x01@@"])
+    not_utf8.body = not_utf8.body.replace(b"@@", b"\xff\xfe")  # type: ignore[union-attr]
+    empty = batch_request("Small", [])
+    for request, remark in ((truncated, "malformed"), (not_utf8, "not UTF-8"), (empty, "empty"),
+                            (batch_request("Small", [b"a", b"b"], entry_properties=["", "DELAY\x013"]), "delayed"),
+                            (batch_request("Small", [b"a", b"x" * 2048]), "size"),
+                            (batch_request("%RETRY%g", [b"a"]), "retry group")):
+        r = await client.invoke(broker.addr, request, 5)
+        assert r.code == ResponseCode.MESSAGE_ILLEGAL and remark in r.remark, (remark, r.remark)
+    for qid in (0, 1):
+        r = await call(client, broker.addr, RequestCode.GET_MAX_OFFSET, {"topic": "Small", "queueId": str(qid)})
+        assert r.ext_fields["offset"] == "0", "nothing was stored"
+    assert broker.alive()
+    ok = await client.invoke(broker.addr, send_request("Small", b"fine"), 5)
+    assert ok.code == ResponseCode.SUCCESS

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 
 import pytest
 
@@ -30,14 +30,8 @@ LEVELS = "1s 2s 3s 4s " + " ".join(["1s"] * 14)  # 18 levels, as RocketMQ's defa
 DELAY_OPTIONS = (f"messageDelayLevel={LEVELS}",)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("delay"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr, *DELAY_OPTIONS)
-    yield ns, broker
-    broker.stop()
-    ns.stop()
+# The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
+BROKER_OPTIONS = DELAY_OPTIONS
 
 
 def recorder(seen: list[tuple[float, MessageExt]], status: object = ConsumeConcurrentlyStatus.CONSUME_SUCCESS):  # type: ignore[no-untyped-def]

@@ -8,9 +8,7 @@ ever give it for that topic, so "exactly the matching messages" is checked witho
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -28,21 +26,15 @@ from rocketmq_py.remoting.protocol.heartbeat import (
 )
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_records
 from tests.integration.broker_client import wait_for_route
-from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet
 from tests.waiting import wait_until
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 QUEUES = 4
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("filter"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr, "enablePropertyFilter=true")
-    yield ns, broker
-    broker.stop()
-    ns.stop()
+# The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
+BROKER_OPTIONS = ("enablePropertyFilter=true",)
 
 
 async def produce(ns: str, topic: str, messages: list[Message]) -> None:

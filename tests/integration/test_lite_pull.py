@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from rocketmq_py.client import Message, MessageQueue, Producer
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon
 from tests.waiting import wait_until
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("litepull"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr)
-    yield ns, broker
-    broker.stop()
-    ns.stop()
 
 
 async def produce(ns: str, topic: str, count: int) -> list[MessageQueue]:

@@ -4,9 +4,6 @@ traceTopicEnable, then mqadmin queryMsgTraceById reading what they wrote."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.admin import Admin
@@ -16,19 +13,11 @@ from rocketmq_py.client.transaction_producer import LocalTransactionState, Trans
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.cli import run_cli, run_cli_async
-from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.daemons import Daemon
 from tests.waiting import wait_for_async, wait_until
 
-
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    ds = DaemonSet(str(tmp_path_factory.mktemp("trace")))
-    try:
-        ns = ds.namesrv()
-        yield ns, ds.broker(ns.addr, "traceTopicEnable=true", name="broker-a")
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
+# The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
+BROKER_OPTIONS = ("traceTopicEnable=true",)
 
 
 async def _trace_json(ns: Daemon, msg_id: str, *extra: str) -> list[dict[str, object]]:
@@ -36,8 +25,8 @@ async def _trace_json(ns: Daemon, msg_id: str, *extra: str) -> list[dict[str, ob
     return r.json() if r.returncode == 0 else []
 
 
-async def test_send_and_consume_are_traced(traced: tuple[Daemon, Daemon]) -> None:
-    ns, broker = traced
+async def test_send_and_consume_are_traced(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, broker = cluster
     topic, group, cgroup = "TraceTopicA", "PG_TRACE", "CG_TRACE"
     run_cli("mqadmin", "updateTopic", "-t", topic, "-c", "DefaultCluster", "-r", "2", "-w", "2", "-n", ns.addr).ok()
     # The broker made the trace topic itself (traceTopicEnable), one queue as Java's.
@@ -94,8 +83,8 @@ async def test_send_and_consume_are_traced(traced: tuple[Daemon, Daemon]) -> Non
     assert by_key and all(result.msg_id in m.body.decode() for m in by_key)
 
 
-async def test_custom_trace_topic_and_failures(traced: tuple[Daemon, Daemon]) -> None:
-    ns, _ = traced
+async def test_custom_trace_topic_and_failures(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, _ = cluster
     topic, trace_topic = "TraceTopicB", "MyTraceTopic"
     for t in (topic, trace_topic):
         run_cli("mqadmin", "updateTopic", "-t", t, "-c", "DefaultCluster", "-n", ns.addr).ok()
@@ -117,8 +106,8 @@ async def test_custom_trace_topic_and_failures(traced: tuple[Daemon, Daemon]) ->
             ).failed_with_one_line("mqadmin queryMsgTraceById:")
 
 
-async def test_untraced_clients_write_nothing(traced: tuple[Daemon, Daemon]) -> None:
-    ns, _ = traced
+async def test_untraced_clients_write_nothing(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, _ = cluster
     topic = "TraceTopicC"
     run_cli("mqadmin", "updateTopic", "-t", topic, "-c", "DefaultCluster", "-n", ns.addr).ok()
     async with Producer("PG_PLAIN", ns.addr) as producer:
@@ -139,8 +128,8 @@ class _Commit:
         return LocalTransactionState.COMMIT_MESSAGE
 
 
-async def test_end_transaction_is_traced(traced: tuple[Daemon, Daemon]) -> None:
-    ns, broker = traced
+async def test_end_transaction_is_traced(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, broker = cluster
     topic = "TraceTopicTx"
     run_cli("mqadmin", "updateTopic", "-t", topic, "-c", "DefaultCluster", "-n", ns.addr).ok()
     async with TransactionProducer("PG_TX", ns.addr, transaction_listener=_Commit(), enable_msg_trace=True) as p:

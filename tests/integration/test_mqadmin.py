@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -30,7 +29,7 @@ MINIMAL_ARGS = {
     "topicRoute": ["-t", "T"], "topicStatus": ["-t", "T"], "clusterList": [], "brokerStatus": ["-c", "C"],
     "updateSubGroup": ["-g", "G", "-c", "C"], "deleteSubGroup": ["-g", "G", "-c", "C"],
     "consumerProgress": ["-g", "G"], "consumerConnection": ["-g", "G"], "producerConnection": ["-g", "G", "-t", "T"],
-    "queryMsgById": ["-i", "7F00000100002A9F0000000000000000", "-t", "T"], "queryMsgByKey": ["-t", "T", "-k", "K"],
+    "queryMsgById": ["-i", "{refused_msg_id}", "-t", "T"], "queryMsgByKey": ["-t", "T", "-k", "K"],
     "queryMsgByOffset": ["-t", "T", "-b", "B", "-i", "0", "-o", "0"], "printMsg": ["-t", "T"],
     "resetOffsetByTime": ["-g", "G", "-t", "T", "-s", "now"], "sendMessage": ["-t", "T", "-p", "x"],
     "consumeMessage": ["-t", "T"], "getBrokerConfig": ["-c", "C"],
@@ -38,19 +37,6 @@ MINIMAL_ARGS = {
     "updateKvConfig": ["-s", "S", "-k", "k", "-v", "v"], "deleteKvConfig": ["-s", "S", "-k", "k"],
     "wipeWritePerm": ["-b", "B"], "clusterRT": [],
 }
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    """One NameServer and broker-a for the whole module: commands that change state use their own
-    topic and group names, so tests do not depend on each other's order."""
-    ds = DaemonSet(str(tmp_path_factory.mktemp("mqadmin")))
-    try:
-        ns = ds.namesrv()
-        yield ns, ds.broker(ns.addr, name="broker-a")
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
 
 
 def topic_with_messages(ns: Daemon, topic: str, count: int, queues: int = 2) -> list[dict[str, object]]:
@@ -73,9 +59,12 @@ def test_every_issue_command_is_registered_with_help() -> None:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_unreachable_namesrv_is_one_line_exit_1(command: str) -> None:
-    # Port 1 (tcpmux) is privileged and unused: connecting is refused at once.
-    result = run_cli("mqadmin", command, *MINIMAL_ARGS[command], "-n", "127.0.0.1:1")
+def test_unreachable_namesrv_is_one_line_exit_1(command: str, refused_addr: str) -> None:
+    # An offset message id names its broker (127.0.0.1 and the port), which queryMsgById asks
+    # directly: the id points at the refused address too, not at a port a broker may hold.
+    port = int(refused_addr.rsplit(":", 1)[1])
+    args = [a.replace("{refused_msg_id}", f"7F000001{port:08X}{0:016X}") for a in MINIMAL_ARGS[command]]
+    result = run_cli("mqadmin", command, *args, "-n", refused_addr)
     line = result.failed_with_one_line(f"mqadmin {command}:")
     assert result.returncode == 1, line
 

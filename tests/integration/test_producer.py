@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -27,16 +27,6 @@ from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, decode_record
 from tests.integration.broker_client import call, pull_request
 from tests.integration.daemons import Daemon, start_broker, start_namesrv
 from tests.waiting import wait_until
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("producer"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr)
-    yield ns, broker
-    broker.stop()
-    ns.stop()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,20 +12,10 @@ from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushCons
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.broker_client import wait_for_route
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon
 from tests.waiting import wait_until
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("push"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr)
-    yield ns, broker
-    broker.stop()
-    ns.stop()
 
 
 async def produce(ns: str, topic: str, start: int, count: int) -> None:

@@ -7,7 +7,6 @@ very connection it used before. The mistakes are generated, not listed.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +22,7 @@ from rocketmq_py.client.validators import RESERVED_PROPERTY_NAMES
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.topic_validator import NOT_ALLOWED_SEND_TOPICS
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon
 
 TOPIC = "ValidateT"
 _LEGAL = "abcXYZ019%|_-"  # some of the characters Java allows, for names too long
@@ -32,15 +31,6 @@ _LEGAL = "abcXYZ019%|_-"  # some of the characters Java allows, for names too lo
 def _illegal_name(name: str) -> bool:
     """Not blank, and a character outside ^[%|a-zA-Z0-9_-]+$ (ASCII only, as Java's bit map)."""
     return bool(name.strip()) and re.fullmatch(r"[%|a-zA-Z0-9_-]+", name, re.ASCII) is None
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("validation"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr)
-    yield ns, broker
-    assert broker.stop() == 0 and ns.stop() == 0, "the daemons outlived every mistake"
 
 
 @pytest.fixture(scope="module")

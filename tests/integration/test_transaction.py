@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,15 +30,8 @@ CHECK_MAX = 4
 S = LocalTransactionState
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    root = str(tmp_path_factory.mktemp("trans"))
-    ns = start_namesrv(os.path.join(root, "ns"))
-    broker = start_broker(os.path.join(root, "broker"), ns.addr, "transactionTimeOut=2000",
-                          "transactionCheckInterval=500", f"transactionCheckMax={CHECK_MAX}")
-    yield ns, broker
-    assert broker.stop() == 0
-    assert ns.stop() == 0
+# The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
+BROKER_OPTIONS = ("transactionTimeOut=2000", "transactionCheckInterval=500", f"transactionCheckMax={CHECK_MAX}")
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.conftest import running_cluster
+from tests.integration.daemons import Daemon
 
 # Level 1 is 1 s, level 2 is 2 s (the delay test's level), every later level 1 s: a message a
 # consumer sends back (level 3 + reconsume times) is redelivered a second later.
@@ -34,15 +35,9 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ds = DaemonSet(str(tmp_path_factory.mktemp("interop-daemons")))
-    try:
-        ns = ds.namesrv()
-        broker = ds.broker(ns.addr, f"messageDelayLevel={DELAY_LEVELS}", "enablePropertyFilter=true")
+    with running_cluster(str(tmp_path_factory.mktemp("interop-daemons")), f"messageDelayLevel={DELAY_LEVELS}",
+                         "enablePropertyFilter=true") as (ns, broker):
         yield Cluster(ns, broker)
-    finally:
-        codes = ds.stop_all()
-    unclean = {name: code for name, code in codes.items() if code != 0}
-    assert not unclean, f"daemons did not shut down cleanly: {unclean}"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.integration.daemons import DaemonSet
+from tests.integration.conftest import running_cluster
 from tests.interop.conftest import Cluster, Names
 from tests.interop.cpp_process import CppClients, require_cpp_client
 from tests.waiting import wait_for_async
@@ -33,13 +33,8 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "  - {accessKey: admin-ak, secretKey: admin-secret, admin: true}\n"
                 "  - {accessKey: cpp-client, secretKey: cpp-secret, defaultTopicPerm: PUB|SUB,\n"
                 "     defaultGroupPerm: SUB}\n")
-    ds = DaemonSet(str(root))
-    try:
-        ns = ds.namesrv()
-        yield Cluster(ns, ds.broker(ns.addr, "aclEnable=true", f"aclPlainFile={acl}"))
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
+    with running_cluster(str(root), "aclEnable=true", f"aclPlainFile={acl}") as (ns, broker):
+        yield Cluster(ns, broker)
 
 
 @pytest.fixture

@@ -18,7 +18,10 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.message import Message, SendResult
 from rocketmq_py.client.sync import BlockingProducer, run_sync
-from tests.integration.conftest import daemons  # noqa: F401  (the per-test cluster fixture)
+from tests.integration.conftest import (
+    daemons,  # noqa: F401  (the per-test cluster fixture)
+    running_cluster,
+)
 from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
@@ -49,14 +52,8 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    ds = DaemonSet(str(tmp_path_factory.mktemp("spark-daemons")))
-    try:
-        ns = ds.namesrv()
-        broker = ds.broker(ns.addr)
-        yield ns, broker
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
+    with running_cluster(str(tmp_path_factory.mktemp("spark-daemons"))) as pair:
+        yield pair
 
 
 async def _create(namesrv: str, topic: str, broker_addr: str, queues: int) -> None:
