@@ -11,7 +11,7 @@ FULL   := $(VENV)/.installed-dev-spark
 NODE_DIR  := tests/interop/node
 NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json
 
-.PHONY: run test lint bench clean interop-deps browser-deps
+.PHONY: run test test-unit lint bench clean interop-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ run: $(BASE)
 test: $(FULL) $(NODE_DEPS) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The fast suite while editing: tests/unit only (no sockets, no daemons, no Spark, no Node.js).
+test-unit: $(FULL)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests/unit -q; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 lint: $(FULL)
