@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from rocketmq_py.remoting.connection import RemotingConnection
 
-# A client silent this long (no heartbeat) is forgotten and its connection closed (behaviours.md §1).
+# A client silent this long (no heartbeat) is forgotten and its connection closed
+# (docs/behaviours.md#liveness-and-registration).
 CHANNEL_EXPIRED_TIMEOUT = 120.0
 
 

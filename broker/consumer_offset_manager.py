@@ -1,4 +1,4 @@
-"""Committed consumer offsets, ``config/consumerOffset.json`` (store-formats.md §6).
+"""Committed consumer offsets, ``config/consumerOffset.json`` (docs/store-formats.md#config-files).
 
 Keys are ``topic@group``; each maps queue id -> the NEXT offset to consume. Java writes the
 queue ids unquoted (fastjson); we read both forms and write standard JSON, which Java reads too.

@@ -1,4 +1,4 @@
-"""Delayed messages: parking in SCHEDULE_TOPIC_XXXX and delivery when due (store-formats.md §9).
+"""Delayed messages: parking in SCHEDULE_TOPIC_XXXX and delivery when due (docs/store-formats.md#delay-levels).
 
 A message with a delay level is stored in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with its
 real topic and queue in REAL_TOPIC / REAL_QID; the store writes its delivery time into the

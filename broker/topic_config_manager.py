@@ -1,4 +1,6 @@
-"""Topics this broker serves, ``config/topics.json`` (behaviours.md §6, store-formats.md §6).
+"""Topics this broker serves, ``config/topics.json``.
+
+Rules in docs/behaviours.md#topics, the file in docs/store-formats.md#config-files.
 
 System topics are created at start as RocketMQ 4.9 does. A send to an unknown topic may create
 it from the template topic ``TBW102`` when that template carries the INHERIT permission (it does

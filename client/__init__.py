@@ -1,4 +1,7 @@
-"""Python SDK: Producer, TransactionProducer, PushConsumer, LitePullConsumer, Admin (the Spark connector is coming)."""
+"""Python SDK: Producer, TransactionProducer, PushConsumer, LitePullConsumer, Admin.
+
+The PySpark connector (source and sink) is ``rocketmq_py.client.spark``, with the ``spark`` extra.
+"""
 
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue

@@ -1,4 +1,4 @@
-"""Queue allocation strategies for clustering consumers (behaviours.md §10).
+"""Queue allocation strategies for clustering consumers (docs/behaviours.md#queue-allocation).
 
 Each strategy is a pure function of (this client's id, all queues, all client ids). Every
 consumer of a group computes it independently from the same sorted inputs, so the results must

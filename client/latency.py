@@ -1,4 +1,4 @@
-"""Latency fault tolerance for producers (``sendLatencyFaultEnable``, behaviours.md §9).
+"""Latency fault tolerance for producers (``sendLatencyFaultEnable``, docs/behaviours.md#producer).
 
 A send that took L ms (30 000 when it failed) marks its broker unavailable for
 ``notAvailableDuration[i]``, with i the largest index where L >= ``latencyMax[i]``; queue

@@ -560,7 +560,7 @@ class LitePullConsumer:
         await self._buffer.put(_Batch(state.mq, msgs, state))
 
     async def _start_offset(self, mq: MessageQueue) -> int:
-        """The committed offset, else where consumeFromWhere says (behaviours.md §2)."""
+        """The committed offset, else where consumeFromWhere says (docs/behaviours.md#consumer-defaults)."""
         if self._local_offsets is not None:
             committed = self._local_offsets.read(mq)
         else:

@@ -1,4 +1,4 @@
-"""Client-side unique message ids: the UNIQ_KEY property, the msgId users see (messages.md §10).
+"""Client-side unique message ids: the UNIQ_KEY property, the msgId users see (docs/store-formats.md#unique-message-id).
 
 16 bytes (IPv4) as uppercase hex: client IP, low 16 bits of the pid, a per-process random int
 (Java uses the class loader's hash), milliseconds since the start of the current month, and a

@@ -64,7 +64,7 @@ log = logging.getLogger("rocketmq.client")
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 AUTO_CREATE_TOPIC_KEY = "TBW102"
-# Codes for which the Java producer tries another broker (remoting.md §10).
+# Codes for which the Java producer tries another broker (docs/protocol.md#errors-and-system-responses).
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
                                   ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID,
                                   ResponseCode.NOT_IN_CURRENT_UNIT})
@@ -369,7 +369,7 @@ class Producer:
             if first.code is None:
                 raise  # no NameServer reached: the template topic would not be reached either
             # Auto-creation: send with the template topic's route; the broker creates the topic
-            # from TBW102 if its autoCreateTopicEnable allows (behaviours.md §6).
+            # from TBW102 if its autoCreateTopicEnable allows (docs/behaviours.md#topics).
             try:
                 template = await instance.get_topic_route_from_namesrv(self.create_topic_key, timeout)
             except NoRouteError:

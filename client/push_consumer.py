@@ -13,7 +13,7 @@ queue at a time, in order, retrying a failed message in place.
 Orderly consumers lock their queues at the broker (LOCK_BATCH_MQ), renew every 20 s, treat a
 lock as lost 30 s after its last grant, and unlock queues they give up.
 
-Failed messages (behaviours.md §4). A clustering consumer also subscribes to its group's
+Failed messages (docs/behaviours.md#retry-and-dead-letter). A clustering consumer also subscribes to its group's
 ``%RETRY%`` topic. A message a concurrent listener fails is handed back to the broker
 (CONSUMER_SEND_MSG_BACK), which redelivers it through the retry topic after a growing delay and,
 past ``max_reconsume_times`` (16), moves it to the group's ``%DLQ%`` topic; only when the broker
@@ -60,7 +60,7 @@ from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_
 
 log = logging.getLogger("rocketmq.client")
 
-# rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (behaviours.md §8).
+# rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (docs/behaviours.md#orderly-consumption-locks).
 LOCK_INTERVAL = 20.0
 CLIENT_LOCK_MAX_LIVE_TIME = 30.0
 # DefaultMQPushConsumer.maxReconsumeTimes = -1: 16 for concurrent listeners, Integer.MAX_VALUE
@@ -225,7 +225,7 @@ class PushConsumer(LitePullConsumer):
                 await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, removed)
             await self.lock_all()
 
-    # -- orderly locks (behaviours.md §8) ---------------------------------------------------
+    # -- orderly locks (docs/behaviours.md#orderly-consumption-locks) --------------------------------------
 
     async def lock_all(self) -> None:
         instance = self._instance

@@ -194,7 +194,7 @@ def offers_serialize_type(ext_fields: dict[str, str] | None, serialize_type: Ser
 # Clients compare it (e.g. SQL92 subscriptions need a broker version >= V4_1_0_SNAPSHOT).
 CURRENT_VERSION = 409
 
-# Ordinals whose thresholds change behaviour (remoting.md §8).
+# Ordinals whose thresholds change behaviour (docs/protocol.md#version).
 V3_0_7_SNAPSHOT = 28
 V3_0_11 = 37
 V3_1_8_SNAPSHOT = 62

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     H = TypeVar("H", bound=CommandHeader)
 
-# Flag bits (remoting.md §5): bit 0 marks a response, bit 1 a oneway request.
+# Flag bits (docs/protocol.md#flag-and-opaque): bit 0 marks a response, bit 1 a oneway request.
 RPC_TYPE_RESPONSE = 0x1
 RPC_ONEWAY = 0x2
 
@@ -83,7 +83,7 @@ class RemotingCommand:
         body: bytes | None = None,
     ) -> RemotingCommand:
         """The response to this request: same opaque, response flag, the request's serialization
-        (old C++ clients cannot read any other, remoting.md §2)."""
+        (old C++ clients cannot read any other, docs/protocol.md#frame-layout)."""
         ext = header.to_ext_fields() if header is not None and not isinstance(header, dict) else header
         # Positional arguments: this runs once per request on every daemon's hot path.
         return RemotingCommand(code, self.opaque, RPC_TYPE_RESPONSE, remark, ext, body, _JAVA,

@@ -1,6 +1,6 @@
 """One remoting connection, used by both servers and clients.
 
-Requests and responses interleave in both directions on one TCP connection (remoting.md §1):
+Requests and responses interleave in both directions on one TCP connection (docs/protocol.md#transport):
 a broker answers a producer's sends and, on the same connection, asks it about transactions.
 So one ``asyncio.Protocol`` does both jobs: incoming frames with the RESPONSE bit complete an
 entry of this connection's response table (opaque -> pending call); the others go to the

@@ -1,6 +1,6 @@
 """Sans-IO framing: bytes in, commands out; command in, one frame out. No sockets here.
 
-Frame layout (remoting.md §2)::
+Frame layout (docs/protocol.md#frame-layout)::
 
     int32 totalLength (= 4 + headerLength + bodyLength, excludes itself)
     int32 serializeType << 24 | headerLength

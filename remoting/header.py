@@ -1,6 +1,6 @@
 """Typed request/response headers that travel as extFields.
 
-On the wire every header field is a string in ``extFields`` (remoting.md §3). A header class is
+On the wire every header field is a string in ``extFields`` (docs/protocol.md#json-header). A header class is
 a dataclass whose annotations give each field's Java type; ``from_ext_fields`` parses strings
 into those types and ``to_ext_fields`` writes them back the way Java's ``toString`` does
 (decimal ints, ``"true"``/``"false"``). Fields without a default are required, like Java's

@@ -145,7 +145,7 @@ class ProcessorTable:
         """Hand ``request`` to its processor; ``checked``: the access check already passed it."""
         row = self._rows.get(request.code) or self._default
         if row is None:
-            # Java answers this even for oneway requests (remoting.md §6).
+            # Java answers this even for oneway requests (docs/protocol.md#answering-requests).
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return

@@ -3,7 +3,7 @@ RocketMQ 4.9.8, and msgpack (type 2), this project's own compact form.
 
 Each codec turns a command's header fields into bytes and back; the body never passes through
 here (frame.py appends it). Decoders raise ``HeaderDecodeError`` for anything malformed: the
-connection that sent it is closed, as Java's decoder does (remoting.md §2).
+connection that sent it is closed, as Java's decoder does (docs/protocol.md#frame-layout).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ _WHITESPACE = " \t\n\r"
 
 def _ext_to_str(value: Any) -> str:
     # The C++ client sends some ext values as JSON numbers or booleans; Java coerces them to
-    # their string form and so do we (remoting.md §3).
+    # their string form and so do we (docs/protocol.md#json-header).
     if value is True:
         return "true"
     if value is False:

@@ -1,6 +1,6 @@
 """StoreCheckpoint: store times of the last durable CommitLog record, queue unit and index entry.
 
-One 4 KiB page (store-formats.md §5). Abnormal recovery starts re-dispatching from the newest
+One 4 KiB page (docs/store-formats.md#checkpoint). Abnormal recovery starts re-dispatching from the newest
 CommitLog file whose first record is no newer than the oldest of these, minus 3 s.
 """
 

@@ -1,4 +1,4 @@
-"""CommitLog: every message of every topic, appended in arrival order (store-formats.md §2).
+"""CommitLog: every message of every topic, appended in arrival order (docs/store-formats.md#commitlog).
 
 One writer (the event loop's put path, never suspended mid-append) assigns physical offsets,
 queue offsets and store times, and copies the record into the mapped file. A record that does
@@ -85,7 +85,7 @@ class MessageExtBrokerInner:
 class MessageExtBatch:
     """A batch send as the broker hands it to the store (Java's MessageExtBatch): one topic and
     queue, and per entry only what differs, ``(flag, body, properties, tag hash)``, with the
-    properties as UTF-8 bytes already merged with the batch's (messages.md §6). Records are
+    properties as UTF-8 bytes already merged with the batch's (docs/store-formats.md#batch-body). Records are
     built straight from those bytes: no message object per entry."""
 
     topic: str

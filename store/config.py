@@ -1,4 +1,4 @@
-"""MessageStoreConfig: RocketMQ 4.9.8's store settings by name (store-formats.md §8).
+"""MessageStoreConfig: RocketMQ 4.9.8's store settings by name (docs/store-formats.md#store-settings).
 
 Sizes can be made small so tests roll files; everything else keeps Java's defaults.
 """

@@ -1,7 +1,7 @@
 """ConsumeQueue: per (topic, queue id), 20-byte units pointing into the CommitLog.
 
 Unit n (the n-th message of the queue) sits at byte n*20 of the queue's byte space:
-commitLogOffset int64, size int32, tagsCode int64 (store-formats.md §3). Consumers address
+commitLogOffset int64, size int32, tagsCode int64 (docs/store-formats.md#consumequeue). Consumers address
 messages by n, so reading a queue is arithmetic plus one slice of the CommitLog per message.
 """
 

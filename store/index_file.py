@@ -1,4 +1,4 @@
-"""IndexFile and IndexService: message keys -> CommitLog offsets (store-formats.md §4).
+"""IndexFile and IndexService: message keys -> CommitLog offsets (docs/store-formats.md#indexfile).
 
 A hash table on mmap: a 40-byte header, ``maxHashSlotNum`` int32 slots holding the newest entry
 of each chain, then ``maxIndexNum`` 20-byte entries linked to the previous one in their slot.

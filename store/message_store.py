@@ -699,7 +699,7 @@ class DefaultMessageStore:
                 cq = self.find_consume_queue(msg.topic, msg.queue_id)
             tags_code = msg.tags_code
             if msg.topic == SCHEDULE_TOPIC:
-                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
+                # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
                 tags_code = msg.store_timestamp + self.delay_level_table.get(msg.queue_id + 1, 0)
             cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
             if notify and self.message_arriving_listener is not None:
@@ -744,7 +744,7 @@ class DefaultMessageStore:
                 cq = queues.get(queue_id) if queues is not None else None
                 if cq is None:
                     cq = self.find_consume_queue(topic, queue_id)
-                # A parked delayed message's tag field is its delivery time (store-formats.md §9).
+                # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
                 cq.put_message_position_info(offset, size, tags_code if topic != SCHEDULE_TOPIC else
                                              store_ts + self.delay_level_table.get(queue_id + 1, 0), queue_offset)
                 if listener is not None:

@@ -43,7 +43,7 @@ _PROPS_LEN = struct.Struct(">h")
 
 
 def record_properties(buf: bytes) -> dict[str, str]:
-    """Only the properties of a stored record (layout in store-formats.md): the filter needs
+    """Only the properties of a stored record (layout in docs/store-formats.md#message-record): the filter needs
     nothing else, and skipping the rest of MessageExt halves the cost per record."""
     (sys_flag,) = _SYS_FLAG.unpack_from(buf, 36)
     # bornTimestamp ends at 48; then born host, store timestamp, store host, reconsumeTimes, prepared offset.

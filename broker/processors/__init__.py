@@ -1,1 +1,4 @@
-"""One module per request family, each a table of request code -> handler (DESIGN.md)."""
+"""One module per request family, each a table of request code -> handler.
+
+``BrokerController._register_processors`` lists every row, as Java's ``registerProcessor`` does.
+"""

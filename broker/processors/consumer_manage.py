@@ -43,8 +43,8 @@ class ConsumerManageProcessor:
         if offset >= 0:
             return request.response(header=OffsetResponseHeader(offset=offset))
         # A young queue whose first message is still there is read from 0 by a new group,
-        # whatever its consumeFromWhere says (behaviours.md §2) -- unless the client says, as 5.x
-        # clients may, that it wants to know there is no offset.
+        # whatever its consumeFromWhere says (docs/behaviours.md#consumer-defaults) -- unless the
+        # client says, as 5.x clients may, that it wants to know there is no offset.
         if h.setZeroIfNotFound is not False and \
                 self.broker.message_store.get_min_offset_in_queue(h.topic, h.queueId) <= 0:
             return request.response(header=OffsetResponseHeader(offset=0))

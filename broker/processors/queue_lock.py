@@ -1,4 +1,4 @@
-"""LOCK_BATCH_MQ / UNLOCK_BATCH_MQ for orderly consumption (behaviours.md §8)."""
+"""LOCK_BATCH_MQ / UNLOCK_BATCH_MQ for orderly consumption (docs/behaviours.md#orderly-consumption-locks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CONSUMER_SEND_MSG_BACK: a consumer hands back a message it failed (behaviours.md §4).
+"""CONSUMER_SEND_MSG_BACK: a consumer hands back a message it failed (docs/behaviours.md#retry-and-dead-letter).
 
 The broker re-reads the message from its own CommitLog (the client sends only its offset) and
 stores a copy on ``%RETRY%<group>`` parked for delay level ``3 + reconsumeTimes`` (or the level

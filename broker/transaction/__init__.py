@@ -1,1 +1,1 @@
-"""Transactional messages: half/op record bridge and the check-back service (behaviours.md §5)."""
+"""Transactional messages: half/op record bridge and the check-back service (docs/behaviours.md#transactions)."""

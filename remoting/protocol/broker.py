@@ -1,4 +1,4 @@
-"""Broker request/response headers and bodies (headers.md §1-3, §6, §8)."""
+"""Broker request/response headers and bodies (docs/protocol.md#headers)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class SendMessageResponseHeader(CommandHeader):
 
 @dataclass
 class ConsumerSendMsgBackRequestHeader(CommandHeader):
-    """CONSUMER_SEND_MSG_BACK (headers.md §4): ``delayLevel`` 0 lets the broker choose
+    """CONSUMER_SEND_MSG_BACK (docs/protocol.md#client-management): ``delayLevel`` 0 lets the broker choose
     ``3 + reconsumeTimes``, a negative level sends the message straight to the DLQ."""
 
     offset: Int64
@@ -108,7 +108,7 @@ class PullMessageResponseHeader(CommandHeader):
     maxOffset: Int64
 
 
-# PullSysFlag bits (headers.md §2)
+# PullSysFlag bits (docs/protocol.md#pull)
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
@@ -240,7 +240,7 @@ class ResetOffsetRequestHeader(CommandHeader):
 
 def encode_mq_keyed(field: str, table: dict[tuple[str, str, int], Any]) -> bytes:
     """fastjson's form of a map keyed by MessageQueue: each key is a JSON object, which is not
-    valid JSON, but it is what Java writes and reads (headers.md, JSON quirk)."""
+    valid JSON, but it is what Java writes and reads (docs/protocol.md#json-bodies)."""
     parts = []
     for (topic, broker, qid), value in table.items():
         key = json.dumps({"brokerName": broker, "queueId": qid, "topic": topic}, separators=(",", ":"))

@@ -1,4 +1,4 @@
-"""Client-management bodies: HEART_BEAT's HeartbeatData and its parts (headers.md §4).
+"""Client-management bodies: HEART_BEAT's HeartbeatData and its parts (docs/protocol.md#client-management).
 
 Field names and enum names are Java's; fields are declared alphabetically because fastjson
 writes them sorted. ``filterClassSource`` is never serialized by Java and is left out.

@@ -2,9 +2,9 @@
 
 Java writes bodies with fastjson: object fields in alphabetical order, nulls omitted, no
 whitespace, and -- in its default mode -- integer map keys UNQUOTED (``{0:"10.0.0.1:10911"}``),
-which is not valid JSON (headers.md §7, store-formats.md §6). So every reader here accepts both
-quoted and bare numeric keys, and writers can produce either form for the peers that need it
-(the Go client breaks on quoted broker-id keys).
+which is not valid JSON (docs/protocol.md#json-bodies says which body takes which form). So
+every reader here accepts both quoted and bare numeric keys, and writers can produce either
+form for the peers that need it (the Go client breaks on quoted broker-id keys).
 
 Reading is as lenient as fastjson's, whoever wrote the body (docs/clients.md lists what each
 client sends): the C++ client writes enums as their ordinals and numbers as strings, and some

@@ -1,4 +1,4 @@
-"""The stored message record, byte for byte as RocketMQ 4.9 writes it (messages.md).
+"""The stored message record, byte for byte as RocketMQ 4.9 writes it (docs/store-formats.md#message-record).
 
 The same bytes live in the CommitLog, travel in PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID
 bodies and in CHECK_TRANSACTION_STATE, so store, broker and SDK all use this one codec. Also here:
@@ -20,7 +20,7 @@ from typing import AnyStr
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
 
-# sysFlag bits (messages.md §2)
+# sysFlag bits (docs/store-formats.md#sysflag)
 COMPRESSED_FLAG = 0x1
 MULTI_TAGS_FLAG = 0x2
 TRANSACTION_NOT_TYPE = 0x0
@@ -41,7 +41,7 @@ PROPERTY_SEPARATOR = "\x02"
 
 
 class MessageConst:
-    """Property keys (messages.md §7)."""
+    """Property keys (docs/store-formats.md#property-keys)."""
 
     KEYS = "KEYS"
     TAGS = "TAGS"
@@ -227,7 +227,7 @@ def _read_host(buf: bytes | memoryview | bytearray, pos: int, v6: bool) -> tuple
 # -- ids -----------------------------------------------------------------------------------
 
 def create_offset_msg_id(store_host: Host, commit_log_offset: int) -> str:
-    """Store host + port + commit-log offset, uppercase hex (messages.md §9)."""
+    """Store host + port + commit-log offset, uppercase hex (docs/store-formats.md#offset-message-id)."""
     return (host_bytes(store_host) + struct.pack(">q", commit_log_offset)).hex().upper()
 
 

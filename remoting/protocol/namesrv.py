@@ -1,4 +1,4 @@
-"""NameServer request/response headers (headers.md §7)."""
+"""NameServer request/response headers (docs/protocol.md#nameserver-requests)."""
 
 from __future__ import annotations
 

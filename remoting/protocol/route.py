@@ -1,4 +1,6 @@
-"""Route bodies: TopicRouteData, ClusterInfo, RegisterBrokerBody, KVTable, TopicList (headers.md §7).
+"""Route bodies: TopicRouteData, ClusterInfo, RegisterBrokerBody, KVTable, TopicList.
+
+Their fields in docs/protocol.md#nameserver-requests.
 
 Broker ids key the ``brokerAddrs`` maps. Java writes them unquoted by default (fastjson) and
 quoted for clients of version >= 4.9.4 or ones that ask for standard JSON; the Go client reads

@@ -1,4 +1,4 @@
-"""SubscriptionGroupConfig: a consumer group's broker-side settings (headers.md §8)."""
+"""SubscriptionGroupConfig: a consumer group's broker-side settings (docs/protocol.md#admin-requests)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Topic metadata shared by broker, NameServer and clients: TopicConfig, DataVersion, PermName.
 
-These travel in REGISTER_BROKER bodies, topics.json and admin answers (headers.md §7,
-store-formats.md §6), always with Java's field names in alphabetical order.
+These travel in REGISTER_BROKER bodies, topics.json and admin answers (docs/protocol.md#nameserver-requests,
+docs/store-formats.md#config-files), always with Java's field names in alphabetical order.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def dlq_topic(group: str) -> str:
 
 
 class PermName:
-    """Permission bits of a topic or broker (behaviours.md §6)."""
+    """Permission bits of a topic or broker (docs/behaviours.md#topics)."""
 
     PERM_PRIORITY = 8
     PERM_READ = 4
@@ -57,7 +57,7 @@ class TopicFilterType(StrEnum):
     MULTI_TAG = "MULTI_TAG"
 
 
-# TopicConfig defaults of Java's class (behaviours.md §6).
+# TopicConfig defaults of Java's class (docs/behaviours.md#topics).
 DEFAULT_READ_QUEUE_NUMS = 16
 DEFAULT_WRITE_QUEUE_NUMS = 16
 

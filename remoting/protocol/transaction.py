@@ -1,4 +1,4 @@
-"""Transaction headers: END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39), headers.md §5."""
+"""Transaction headers: END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39), docs/protocol.md#transactions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Real daemons as subprocesses on 127.0.0.1, for every integration test (STYLE.md example 8).
+"""Real daemons as subprocesses on 127.0.0.1, for every integration test.
 
 Each daemon listens on port 0 and prints its boot line with the bound address; the helper reads
 that line (bounded by a timeout) instead of guessing a free port, so parallel runs never race.

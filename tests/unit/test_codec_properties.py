@@ -14,8 +14,8 @@ _int16 = st.integers(-(2**15), 2**15 - 1)
 
 @st.composite
 def commands(draw: st.DrawFn, stype: int) -> RemotingCommand:
-    # ROCKETMQ carries code/version as int16 and decodes empty strings as null (remoting.md §4),
-    # so the strategy stays inside what each format can represent.
+    # ROCKETMQ carries code/version as int16 and decodes empty strings as null
+    # (docs/protocol.md#rocketmq-binary-header), so the strategy stays inside what each format can represent.
     small = stype == SerializeType.ROCKETMQ
     return RemotingCommand(
         draw(_int16 if small else _int32),

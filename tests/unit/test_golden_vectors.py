@@ -1,4 +1,4 @@
-"""Golden byte vectors built by hand from spec/remoting.md's layouts, independent of our encoder."""
+"""Golden byte vectors built by hand from docs/protocol.md's layouts, independent of our encoder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The message properties string (messages.md: name\\x01value pairs joined by \\x02)."""
+"""The message properties string (docs/store-formats.md#properties-string: name\\x01value pairs joined by \\x02)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NameServer bodies against spec/headers.md §7: byte shapes, both brokerAddrs forms, compressed registration."""
+"""NameServer bodies (docs/protocol.md#nameserver-requests): byte shapes, both brokerAddrs forms, compression."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from rocketmq_py.remoting.protocol.route import (
 )
 from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 
-# The standard-form example of headers.md §7, byte for byte (fastjson: sorted fields, no spaces).
+# A route in the standard form (docs/protocol.md#json-bodies), byte for byte (fastjson: sorted fields, no spaces).
 SPEC_ROUTE = (b'{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911"},"brokerName":"broker-a",'
               b'"cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a",'
               b'"perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}')
@@ -109,7 +109,7 @@ def test_register_body_spec_example_parses() -> None:
 
 
 def test_compressed_register_body_matches_the_spec_layout() -> None:
-    # Built by hand from headers.md §7: int32-length-prefixed parts inside one zlib stream.
+    # Built by hand from docs/protocol.md#nameserver-requests: int32-length-prefixed parts inside one zlib stream.
     def lp(b: bytes) -> bytes:
         return struct.pack(">i", len(b)) + b
 

@@ -1,4 +1,4 @@
-"""Delay levels, delayOffset.json and parking rules (store-formats.md §9), without sockets."""
+"""Delay levels, delayOffset.json and parking rules (docs/store-formats.md#delay-levels), without sockets."""
 
 from __future__ import annotations
 

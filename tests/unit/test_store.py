@@ -25,7 +25,7 @@ from tests.store_helpers import STORE_HOST, batch, message, small_config
 
 
 def independent_decode(buf: bytes) -> dict[str, object]:
-    """A decoder written from spec/messages.md §1, sharing no code with the store."""
+    """A decoder written from docs/store-formats.md#message-record, sharing no code with the store."""
     total, magic, crc, qid, flag, qoff, phys, sysflag, born_ts = struct.unpack_from(">iiiiiqqiq", buf, 0)
     p = 48
     born_len = 16 if sysflag & 0x10 else 4
@@ -131,7 +131,7 @@ async def test_rolling_files_and_reads_across_them(store: DefaultMessageStore) -
         assert (await store.put_message(message("Roll", body, queue_id=i % 3))).ok
     files = store.commit_log.queue.files
     assert len(files) >= 4, "64 KiB files must have rolled"
-    # Each full file ends with a BLANK record (messages.md §3).
+    # Each full file ends with a BLANK record (docs/store-formats.md#blank-record).
     for mf in files[:-1]:
         pos = 0
         while True:
