@@ -1,5 +1,5 @@
 """Reading fastjson's non-standard JSON: maps keyed by objects (Java's ``Map<MessageQueue, ...>``
-is written with each key a JSON object, headers.md's JSON quirk), anywhere in a document, such
+is written with each key a JSON object, docs/protocol.md#json-bodies), anywhere in a document, such
 as ConsumeStatsList's list of groups each with its ConsumeStats. ``decode_mq_keyed`` reads one
 such map at a known field; this reads a whole document."""
 
