@@ -18,7 +18,8 @@ from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.integration.daemons import ROOT, Daemon, DaemonSet
+from tests.integration.conftest import running_daemons
+from tests.integration.daemons import ROOT, Daemon
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import TimeoutException  # noqa: E402
@@ -36,14 +37,10 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon, str]]:
-    ds = DaemonSet(str(tmp_path_factory.mktemp("dashboard")))
-    try:
+    with running_daemons(str(tmp_path_factory.mktemp("dashboard"))) as ds:
         ns = ds.namesrv()
         broker = ds.broker(ns.addr, "traceTopicEnable=true", name="broker-a")
         yield ns, broker, f"http://{ds.dashboard(ns.addr).addr}"
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
 
 
 @pytest.fixture(scope="module")

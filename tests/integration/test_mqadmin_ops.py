@@ -13,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from rocketmq_py.client import Message, Producer
@@ -27,20 +25,9 @@ from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.mqadmin import app
 from tests.integration.cli import run_cli
-from tests.integration.daemons import Daemon, DaemonSet
+from tests.integration.daemons import Daemon
 
 RUNNER = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    ds = DaemonSet(str(tmp_path_factory.mktemp("mqadmin_ops")))
-    try:
-        ns = ds.namesrv()
-        yield ns, ds.broker(ns.addr, name="broker-a")
-    finally:
-        codes = ds.stop_all()
-    assert all(code == 0 for code in codes.values()), codes
 
 
 def mq(*args: str) -> str:
