@@ -108,7 +108,8 @@ class CppProcess:
                 raise AssertionError(f"timed out after {timeout}s waiting for {what}; lines: {self.lines[-20:]}; "
                                      f"stderr: {self.stderr()[-2000:]}")
             if self.proc.poll() is not None and not predicate(self):
-                time.sleep(0.1)  # let the pump read the last lines of an exited process
+                for t in self._pumps:  # an exited process's last lines: the pumps read to EOF (bounded)
+                    t.join(5)
                 if predicate(self):
                     return
                 raise AssertionError(f"the C++ client exited ({self.proc.returncode}) before {what}; "
