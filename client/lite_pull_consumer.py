@@ -38,6 +38,9 @@ from rocketmq_py.client.running_info import (
     encode_running_info,
     process_queue_info,
 )
+from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
+from rocketmq_py.client.trace.trace_context import ConsumeReturnType
+from rocketmq_py.client.trace.trace_hooks import consume_message_after, consume_message_before
 from rocketmq_py.client.validators import check_group
 from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
@@ -147,7 +150,8 @@ class LitePullConsumer:
                  rebalance_interval: float = 20.0,
                  allocate_strategy: AllocateMessageQueueStrategy | str | None = None,
                  session_credentials: SessionCredentials | None = None,
-                 use_tls: bool | ssl.SSLContext = False) -> None:
+                 use_tls: bool | ssl.SSLContext = False, enable_msg_trace: bool = False,
+                 custom_trace_topic: str | None = None) -> None:
         self.group = group
         self.config = ClientConfig(namesrv_addr=namesrv_addr, instance_name=instance_name,
                                    session_credentials=session_credentials, use_tls=use_tls)
@@ -173,6 +177,12 @@ class LitePullConsumer:
         self._instance: MQClientInstance | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
+        # Message trace (client/trace/), as Java's consumers' (group, enableMsgTrace,
+        # customizedTraceTopic): a polled batch gets SubBefore and SubAfter when pulled, as
+        # DefaultLitePullConsumerImpl writes them; a push consumer around each listener call.
+        self._trace: AsyncTraceDispatcher | None = None
+        if enable_msg_trace or custom_trace_topic:
+            self._trace = AsyncTraceDispatcher(group, "CONSUMER", custom_trace_topic, session_credentials, use_tls)
         self._unrouted = False
         self.start_timestamp = 0
 
@@ -195,6 +205,8 @@ class LitePullConsumer:
             return
         check_group(self.group)  # Java's checkConfig: Validators.checkGroup
         self._instance = instance = await MQClientManager.acquire(self.config)
+        if self._trace is not None:
+            await self._trace.start(self.config.namesrv_addr)
         self.start_timestamp = int(time.time() * 1000)
         if self.message_model == MessageModel.BROADCASTING:
             self._local_offsets = LocalFileOffsetStore(instance.client_id, self.group)
@@ -272,6 +284,8 @@ class LitePullConsumer:
         except TimeoutError:
             log.warning("unregister of consumer %s cut short by its shutdown timeout", self.group)
         await MQClientManager.release(instance)
+        if self._trace is not None:
+            await self._trace.shutdown()
         self._deadline = None
 
     def _shutdown_deadline(self) -> float:
@@ -557,6 +571,11 @@ class LitePullConsumer:
 
     async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
         """Hand a pulled batch on: to ``poll`` here; a push consumer feeds its listener instead."""
+        trace = self._trace
+        if trace is not None:
+            before = consume_message_before(trace, self.group, msgs)
+            if before is not None:
+                consume_message_after(trace, before, len(msgs), True, ConsumeReturnType.SUCCESS)
         await self._buffer.put(_Batch(state.mq, msgs, state))
 
     async def _start_offset(self, mq: MessageQueue) -> int:

@@ -40,7 +40,6 @@ from rocketmq_py.client.lite_pull_consumer import LitePullConsumer, _QueueState,
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.client.running_info import process_queue_info
-from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketmq_py.client.trace.trace_context import ConsumeReturnType, TraceContext
 from rocketmq_py.client.trace.trace_hooks import consume_message_after, consume_message_before
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
@@ -129,15 +128,10 @@ class PushConsumer(LitePullConsumer):
                  suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
                  pull_threshold_for_queue: int = 1000, pull_threshold_size_for_queue: int = 100,
                  pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
-                 consume_concurrently_max_span: int = 2000, enable_msg_trace: bool = False,
-                 custom_trace_topic: str | None = None, **kwargs: object) -> None:
+                 consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
+        # enable_msg_trace / custom_trace_topic (kwargs): SubBefore and SubAfter around every
+        # listener call, as DefaultMQPushConsumer's ConsumeMessageTraceHookImpl writes them.
         super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
-        # Message trace (client/trace/), as DefaultMQPushConsumer(group, enableMsgTrace,
-        # customizedTraceTopic): SubBefore and SubAfter around every listener call.
-        self._trace: AsyncTraceDispatcher | None = None
-        if enable_msg_trace or custom_trace_topic:
-            self._trace = AsyncTraceDispatcher(group, "CONSUMER", custom_trace_topic,
-                                               self.config.session_credentials, self.config.use_tls)
         # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
         # while it caches this many messages or MiB (the topic limits, when set, are shared
         # out among the topic's queues), or while its oldest and newest cached offsets are
@@ -182,8 +176,6 @@ class PushConsumer(LitePullConsumer):
             # Java's copySubscription: failed messages come back through the group's retry topic.
             self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
         await super().start()
-        if self._trace is not None:
-            await self._trace.start(self.config.namesrv_addr)
         if self._orderly is not None:
             self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
 
@@ -211,8 +203,6 @@ class PushConsumer(LitePullConsumer):
         if self._inner_producer is not None:
             await self._inner_producer.shutdown()
             self._inner_producer = None
-        if self._trace is not None:
-            await self._trace.shutdown()
         self._stopping = False
 
     async def rebalance(self) -> None:

@@ -7,6 +7,7 @@ import time
 
 from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_py.client.trace import RMQ_SYS_TRACE_TOPIC
 from rocketmq_py.client.transaction_producer import LocalTransactionState, TransactionProducer
@@ -118,6 +119,38 @@ async def test_untraced_clients_write_nothing(cluster: tuple[Daemon, Daemon]) ->
         marker = await later.send(Message(topic, b"y"))
     assert await wait_for_async(lambda: _has_trace(ns, marker.msg_id), 20)
     assert await _trace_json(ns, result.msg_id) == []
+
+
+async def test_lite_pull_consumer_traces_what_it_pulls(traced: tuple[Daemon, Daemon]) -> None:
+    ns, _ = traced
+    topic, group = "TraceTopicLite", "CG_TRACE_LITE"
+    run_cli("mqadmin", "updateTopic", "-t", topic, "-c", "DefaultCluster", "-n", ns.addr).ok()
+    async with Producer("PG_LITE", ns.addr) as producer:
+        result = await producer.send(Message(topic, b"lite", keys="lite-1"))
+    consumer = LitePullConsumer(group, ns.addr, enable_msg_trace=True,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    try:
+        polled: list[MessageExt] = []
+        for _ in range(20):  # bounded: each poll waits at most 1 s
+            polled += await consumer.poll(1.0)
+            if any(m.msg_id == result.msg_id for m in polled):
+                break
+        assert any(m.msg_id == result.msg_id for m in polled)
+    finally:
+        await consumer.shutdown()
+    views: list[dict[str, object]] = []
+
+    async def complete() -> bool:
+        views[:] = await _trace_json(ns, result.msg_id)
+        return {v["msgType"] for v in views} >= {"SubBefore", "SubAfter"}
+
+    assert await wait_for_async(complete, 20), views
+    # As DefaultLitePullConsumerImpl: both records at pull time, the batch counted a success.
+    subs = [v for v in views if str(v["msgType"]).startswith("Sub")]
+    assert {v["groupName"] for v in subs} == {group} and {v["status"] for v in subs} == {"success"}
+    assert not any(v["msgType"] == "Pub" for v in views)  # its producer was not traced
 
 
 class _Commit:
