@@ -122,7 +122,7 @@ def test_cluster_and_broker_commands(cluster: tuple[Daemon, Daemon]) -> None:
     ns, broker = cluster
     rows = run_cli("mqadmin", "clusterList", "--json", "-n", ns.addr).ok().json()
     assert [(r["cluster"], r["brokerName"], r["addr"]) for r in rows] == [("DefaultCluster", "broker-a", broker.addr)]
-    assert rows[0]["inTps"] >= 0.0 and (rows[0]["sendQueue"], rows[0]["pageCacheLockTimeMills"]) == ("0", "0")
+    assert rows[0]["inTps"] >= 0.0 and (rows[0]["sendQueue"], rows[0]["pageCacheLockTimeMills"]) == (0, 0)
     assert 0 < rows[0]["diskRatio"] < 1
     listed = run_cli("mqadmin", "clusterList", "-n", ns.addr).ok().stdout
     assert "broker-a" in listed and "#InTPS(LOAD)" in listed and "0.00(0,0ms)" in listed

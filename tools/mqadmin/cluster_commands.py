@@ -48,11 +48,11 @@ def cluster_row(stats: dict[str, str]) -> dict[str, object]:
     ratio = stats.get("commitLogDiskRatio")
     return {"version": stats.get("brokerVersionDesc", ""),
             "inTps": _last_10s(stats.get("putTps")), "outTps": _last_10s(stats.get("getTransferedTps")),
-            "sendQueue": stats.get("sendThreadPoolQueueSize"),
-            "sendWaitMills": stats.get("sendThreadPoolQueueHeadWaitTimeMills"),
-            "pullQueue": stats.get("pullThreadPoolQueueSize"),
-            "pullWaitMills": stats.get("pullThreadPoolQueueHeadWaitTimeMills"),
-            "pageCacheLockTimeMills": stats.get("pageCacheLockTimeMills"),
+            "sendQueue": typed(stats.get("sendThreadPoolQueueSize")),
+            "sendWaitMills": typed(stats.get("sendThreadPoolQueueHeadWaitTimeMills")),
+            "pullQueue": typed(stats.get("pullThreadPoolQueueSize")),
+            "pullWaitMills": typed(stats.get("pullThreadPoolQueueHeadWaitTimeMills")),
+            "pageCacheLockTimeMills": typed(stats.get("pageCacheLockTimeMills")),
             "hour": hours, "diskRatio": float(ratio) if ratio else 0.0}
 
 
