@@ -10,7 +10,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -205,6 +205,20 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
         d.find_element(By.ID, "key-submit").click()
         assert column(d, "results", 0) == [msg_id]
         shot(d, "06-messages-by-key")
+        # By its id (a unique key, with its topic), and by a time range holding all 21.
+        d.find_element(By.ID, "id-topic").send_keys(topic)
+        d.find_element(By.ID, "id-msgid").send_keys(msg_id)
+        d.find_element(By.ID, "id-submit").click()
+        assert column(d, "results", 0) == [msg_id] and text(d, "#result-count") == "1"
+        d.find_element(By.ID, "time-topic").send_keys(topic)
+        set_value(d, "#time-begin", before_send.strftime("%Y-%m-%dT%H:%M:%S"))
+        set_value(d, "#time-end", (datetime.now() + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+        d.find_element(By.ID, "time-submit").click()
+        assert text(d, "#result-count") == "21" and column(d, "results", 0)[0] == msg_id  # oldest first
+        shot(d, "06b-messages-by-time")
+        d.back()
+        d.back()
+        assert column(d, "results", 0) == [msg_id]
         d.find_element(By.CSS_SELECTOR, "#results a.msg-link").click()
         assert text(d, "#msg-body") == "hello from the console" and text(d, "#msg-keys") == key
         rows = {r.find_element(By.TAG_NAME, "th").text: r.find_element(By.TAG_NAME, "td").text

@@ -52,7 +52,7 @@ async def search(request: Request) -> Response:
         begin = parse_form_time(q.get("begin") or "0", "begin")
         end = parse_form_time(q.get("end") or "now", "end")
         found_range = await _read_range(admin, topic, None, None, begin, end, None, MAX_RESULTS)
-        results = [m for read, _ in found_range.values() for m in read]
+        results = sorted((m for read, _ in found_range.values() for m in read), key=lambda m: m.store_timestamp)
     return render(request, "messages.html", q=q, mode=mode, results=results)
 
 
