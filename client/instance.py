@@ -309,6 +309,35 @@ class MQClientInstance:
     def find_broker_address_in_publish(self, broker_name: str) -> str | None:
         return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
 
+    def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int) -> tuple[str, bool] | None:
+        """Where to pull from: ``broker_id`` of ``broker_name`` when the route has it, else any
+        member (a slave while the master is gone), with whether it is a slave (Java's
+        findBrokerAddressInSubscribe with onlyThisBroker false)."""
+        addrs = self.broker_addr_table.get(broker_name)
+        if not addrs:
+            return None
+        addr = addrs.get(broker_id)
+        if addr is None:
+            broker_id = min(addrs)
+            addr = addrs[broker_id]
+        return addr, broker_id != MASTER_ID
+
+    def find_broker_address_in_admin(self, broker_name: str) -> str | None:
+        """The master of ``broker_name``, else any member (offsets are committed to a slave while
+        the master is gone, as Java's findBrokerAddressInAdmin does)."""
+        addrs = self.broker_addr_table.get(broker_name)
+        return addrs[min(addrs)] if addrs else None
+
+    async def subscribe_addr(self, topic: str, broker_name: str, broker_id: int) -> tuple[str, bool]:
+        """``find_broker_address_in_subscribe``, refreshing the topic's route once if needed."""
+        found = self.find_broker_address_in_subscribe(broker_name, broker_id)
+        if found is None:
+            await self.update_topic_route(topic)
+            found = self.find_broker_address_in_subscribe(broker_name, broker_id)
+        if found is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist (not in the route of {topic})")
+        return found
+
     async def master_addr(self, topic: str, broker_name: str) -> str:
         """The master of ``broker_name``, refreshing the topic's route once if it is unknown."""
         addr = self.find_broker_address_in_publish(broker_name)

@@ -114,6 +114,9 @@ class _QueueState:
     consumed_offset: int = -1
     paused: bool = False
     task: asyncio.Task[None] | None = None
+    # The broker id the last pull answer suggested (suggestWhichBrokerId): Java's
+    # pullFromWhichNodeTable, so a master can send a slow consumer to its slave.
+    pull_from_broker_id: int = MASTER_ID
     # A push consumer's pulled-but-unconsumed messages of this queue (its ProcessQueue).
     process: Any = None
 
@@ -539,7 +542,7 @@ class LitePullConsumer:
 
         async def one(state: _QueueState) -> None:
             mq = state.mq
-            addr = instance.find_broker_address_in_publish(mq.broker_name)
+            addr = instance.find_broker_address_in_admin(mq.broker_name)
             if addr is None:
                 return
             try:
@@ -554,7 +557,9 @@ class LitePullConsumer:
 
     async def _offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
         instance = self._require_started()
-        addr = await instance.master_addr(mq.topic, mq.broker_name)
+        # The master, else a slave while the master is gone (offsets and bounds are read there).
+        addr = instance.find_broker_address_in_admin(mq.broker_name) or await instance.master_addr(
+            mq.topic, mq.broker_name)
         header = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
         r = await instance.remoting.invoke(addr, RemotingCommand.request(code, header),
                                            instance.config.mq_client_api_timeout)
@@ -614,17 +619,21 @@ class LitePullConsumer:
                     await asyncio.sleep(delay)
                     continue
                 instance = self._require_started()
-                addr = await instance.master_addr(mq.topic, mq.broker_name)
+                addr, slave = await instance.subscribe_addr(mq.topic, mq.broker_name, state.pull_from_broker_id)
                 header = PullMessageRequestHeader(
                     consumerGroup=self.group, topic=mq.topic, queueId=mq.queue_id, queueOffset=state.next_offset,
                     maxMsgNums=self.pull_batch_size, commitOffset=max(state.consumed_offset, 0),
+                    # A slave keeps no offsets a pull commits (Java clears the flag for it).
                     sysFlag=FLAG_SUSPEND | FLAG_SUBSCRIPTION | FLAG_LITE_PULL | (
-                        FLAG_COMMIT_OFFSET if state.consumed_offset > 0 else 0),
+                        FLAG_COMMIT_OFFSET if state.consumed_offset > 0 and not slave else 0),
                     suspendTimeoutMillis=int(self.broker_suspend_max_time * 1000), subVersion=sub.subVersion,
                     subscription=sub.subString, expressionType=sub.expressionType)
                 r = await instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header),
                                                    self.broker_suspend_max_time + 10)
                 ext = r.ext_fields or {}
+                suggested = ext.get("suggestWhichBrokerId")
+                if suggested is not None and suggested.lstrip("-").isdigit():
+                    state.pull_from_broker_id = int(suggested)
                 if r.code == ResponseCode.SUCCESS:
                     msgs = _decode_pulled(r.body or b"", mq, state.next_offset)
                     if sub.tagsSet:

@@ -173,6 +173,9 @@ class DefaultMessageStore:
         # A slave's: where the records it received stop being dispatched (Java's reput offset);
         # set at the first append, recovery having dispatched everything before.
         self._replica_dispatched: int | None = None
+        # Unknown RAM: never suggest the slave on its account.
+        ram = _physical_memory()
+        self._memory_for_messages = ram * config.accessMessageInMemoryMaxRatio // 100 if ram else _NEVER
         self.delay_level_table = parse_delay_levels(config.messageDelayLevel)
         self.index_dispatch: IndexDispatchProcess | None = None
         self.message_arriving_listener = message_arriving_listener
@@ -932,6 +935,7 @@ class DefaultMessageStore:
         min_phy = self.commit_log.min_offset
         total = 0
         scanned = 0
+        last_phy = -1
         removing = False
         for phy, size, tags_code in units:
             if len(result.buffers) >= max_count or (
@@ -951,7 +955,12 @@ class DefaultMessageStore:
                 continue
             result.buffers.append(data)
             total += size
+            last_phy = phy
         result.next_begin_offset = offset + scanned
+        if last_phy >= 0:
+            # Java's rule: what lies further behind the log's end than accessMessageInMemoryMaxRatio
+            # of RAM is read from disk, and a master may point such a consumer at its slave.
+            result.suggest_pulling_from_slave = self.commit_log.max_offset - last_phy > self._memory_for_messages
         if result.buffers:
             result.status = GetMessageStatus.FOUND
         else:
@@ -1301,6 +1310,15 @@ def _zero_from(mf: MappedFile, pos: int) -> None:
             pos = hole
     finally:
         os.close(fd)
+
+
+def _physical_memory() -> int:
+    """The machine's RAM in bytes (Java's StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE); 0 where the
+    platform cannot say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 def _flush_queues(queues: list[ConsumeQueue]) -> None:

@@ -183,7 +183,14 @@ class PullMessageProcessor:
                 matches_properties=None if sql is None else _properties_matcher(sql)))
             response = None
         else:
-            header = PullMessageResponseHeader(suggestWhichBrokerId=MASTER_ID, nextBeginOffset=result.next_begin_offset,
+            # Java's rule: with slaveReadEnable, a consumer reading what is no longer in memory is
+            # sent to whichBrokerWhenConsumeSlowly, any other to the group's brokerId; without it,
+            # to the master (a slave too serves what it is asked, and points back to the master).
+            suggest = MASTER_ID
+            if cfg.slaveReadEnable:
+                suggest = group_config.whichBrokerWhenConsumeSlowly if result.suggest_pulling_from_slave \
+                    else group_config.brokerId
+            header = PullMessageResponseHeader(suggestWhichBrokerId=suggest, nextBeginOffset=result.next_begin_offset,
                                                minOffset=result.min_offset, maxOffset=result.max_offset)
             body = b"".join(result.buffers) if code == ResponseCode.SUCCESS else None
             if body:

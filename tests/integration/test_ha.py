@@ -13,8 +13,10 @@ import re
 import struct
 
 from rocketmq_py.client import Admin, Message, Producer, SendStatus
+from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
+from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.route import KVTable
 from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
 from tests.integration.daemons import Daemon, DaemonSet
@@ -334,3 +336,88 @@ async def test_async_slave_restarted_resumes_from_its_own_offset(daemons: Daemon
 def _slave_options() -> tuple[str, ...]:
     return ("brokerRole=SLAVE", "brokerId=1", "brokerName=broker-ha", *HA_OPTIONS,
             f"mappedFileSizeCommitLog={FILE_SIZE}")
+
+
+async def test_consumers_read_from_the_slave_while_the_master_is_down(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "ASYNC_MASTER")
+    s = slave(daemons, ns)
+    assert await connected(m)
+    await send_some(ns, "HaFail", 300, size=60)
+    end = await max_phy_offset(m.addr)
+    assert await wait_for_async(lambda: _at(s.addr, end), 20)
+    seen: list[int] = []
+    gate = asyncio.Event()
+
+    async def listener(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
+        for msg in msgs:
+            if len(seen) >= 100:
+                await gate.wait()
+            seen.append(int(msg.body[:6]))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("cg_ha_fail", ns, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                            auto_commit_interval=0.2, consume_concurrency=1)
+    consumer.config.poll_name_server_interval = 0.5
+    consumer.subscribe("HaFail")
+    consumer.register_message_listener(listener)
+    async with consumer:
+        assert await wait_until(lambda: len(seen) >= 100, 20)
+        m.kill()
+        gate.set()
+        # Nothing lost: every message is consumed, from the slave once the master is gone.
+        assert await wait_until(lambda: set(seen) >= set(range(300)), 30), f"{len(set(seen))} of 300"
+        duplicates = len(seen) - len(set(seen))
+        print(f"consumed {len(seen)}, duplicates {duplicates}")
+        # The master comes back: the slave catches up from it, and consumers read from it again.
+        m2 = daemons.broker(ns, "brokerRole=ASYNC_MASTER", "brokerName=broker-ha", *HA_OPTIONS, name="ha-m")
+        assert await connected(m2, 2)
+        await send_some(ns, "HaFail", 20, size=60)
+        assert await wait_until(lambda: set(seen) >= set(range(300)) and len(seen) >= 320, 20)
+
+        async def master_served() -> bool:
+            client = RemotingClient()
+            try:
+                r = await client.invoke(m2.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5)
+                return int(KVTable.decode(r.body or b"{}").table["msgGetTotalTodayNow"]) > 0
+            finally:
+                await client.close()
+
+        assert await wait_for_async(master_served, 20)
+        end2 = await max_phy_offset(m2.addr)
+        assert await wait_for_async(lambda: _at(s.addr, end2), 20)
+
+
+async def test_slave_restarted_as_master_keeps_every_message(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "SYNC_MASTER")
+    s = slave(daemons, ns)
+    assert await connected(m)
+    sent = await send_some(ns, "HaSwitch", 200, size=90)
+    end = await max_phy_offset(m.addr)
+    assert await wait_for_async(lambda: _at(s.addr, end), 20)
+    # The slave has copied the topic's config (SlaveSynchronize) before the switch.
+    assert await wait_until(lambda: "Update slave topic config from master" in log_text(s), 20)
+    m.stop()
+    s.stop()
+    # Manual switch-over, as in 4.9: the slave's store started as brokerId 0.
+    promoted = daemons.broker(ns, "brokerRole=ASYNC_MASTER", "brokerName=broker-ha", *HA_OPTIONS, name="ha-s")
+    assert promoted.home == s.home
+    client = RemotingClient()
+    try:
+        pulled = []
+        for qid in range(4):
+            offset = 0
+            while True:
+                r = await client.invoke(promoted.addr, pull_request("g_switch", "HaSwitch", qid, offset), 5)
+                if r.code != ResponseCode.SUCCESS:
+                    break
+                msgs = list(decode_records(r.body or b""))
+                pulled += [x.body for x in msgs]
+                offset = msgs[-1].queue_offset + 1
+        assert sorted(pulled) == sorted(b for _, b in sent)
+        # And it takes sends as the master now.
+        r = await client.invoke(promoted.addr, send_request("HaSwitch", b"after the switch", queue_id=0), 5)
+        assert r.code == ResponseCode.SUCCESS
+    finally:
+        await client.close()
