@@ -22,7 +22,7 @@ from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
 from rocketmq_py.store.config import SCHEDULE_TOPIC
 from tests.integration.broker_client import call, pull_request, send_request
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet
 from tests.waiting import wait_for_async, wait_until
 
 FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
@@ -161,43 +161,39 @@ async def test_level_beyond_the_table_is_clamped_and_bad_levels_refused(cluster:
     assert (await max_offsets(ns, "DelayClamp"))[0] == real_before[0] + 1, "the level -3 message went straight in"
 
 
-async def test_delayed_messages_survive_a_restart_and_arrive_once(tmp_path: str) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    home = os.path.join(str(tmp_path), "broker")
-    broker = start_broker(home, ns.addr, *DELAY_OPTIONS)
-    try:
-        async with Producer("pg_restart", ns.addr) as p:
-            await p.send(Message("DelayRestart", b"warm-up"), queue=None)
-            ids = [(await p.send(Message("DelayRestart", f"{i}".encode(), delay_time_level=3))).msg_id
-                   for i in range(5)]
-        assert broker.stop() == 0  # mid-delay: none is due for 3 s
-        broker = start_broker(home, ns.addr, *DELAY_OPTIONS)
-        seen: list[tuple[float, MessageExt]] = []
-        c = PushConsumer("cg_restart", ns.addr, consume_from_where=FIRST)
-        c.subscribe("DelayRestart")
-        c.register_message_listener(recorder(seen))
-        async with c:
-            assert await wait_until(lambda: len(seen) >= 6, 15)
-        delivered = [(t, m) for t, m in seen if m.msg_id in ids]
-        assert sorted(m.msg_id for _, m in delivered) == sorted(ids)
-        assert all(t - m.born_timestamp / 1000 >= 3 - 0.001 for t, m in delivered), "not before their time"
-        # A clean stop records how far delivery went: a second restart re-delivers nothing. A
-        # newer message of the same level is delivered after everything before it in the
-        # level's queue, so once it is in, any re-delivery would be in too.
-        assert broker.stop() == 0
-        assert read_json(os.path.join(home, "store", "config", "delayOffset.json"))["offsetTable"]["3"] == 5
-        broker = start_broker(home, ns.addr, *DELAY_OPTIONS)
-        async with Producer("pg_restart", ns.addr) as p:
-            await p.send(Message("DelayRestart", b"later", delay_time_level=3))
+async def test_delayed_messages_survive_a_restart_and_arrive_once(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, *DELAY_OPTIONS)
+    home = broker.home
+    async with Producer("pg_restart", ns.addr) as p:
+        await p.send(Message("DelayRestart", b"warm-up"), queue=None)
+        ids = [(await p.send(Message("DelayRestart", f"{i}".encode(), delay_time_level=3))).msg_id
+               for i in range(5)]
+    assert broker.stop() == 0  # mid-delay: none is due for 3 s
+    broker = daemons.broker(ns.addr, *DELAY_OPTIONS)  # the same home
+    seen: list[tuple[float, MessageExt]] = []
+    c = PushConsumer("cg_restart", ns.addr, consume_from_where=FIRST)
+    c.subscribe("DelayRestart")
+    c.register_message_listener(recorder(seen))
+    async with c:
+        assert await wait_until(lambda: len(seen) >= 6, 15)
+    delivered = [(t, m) for t, m in seen if m.msg_id in ids]
+    assert sorted(m.msg_id for _, m in delivered) == sorted(ids)
+    assert all(t - m.born_timestamp / 1000 >= 3 - 0.001 for t, m in delivered), "not before their time"
+    # A clean stop records how far delivery went: a second restart re-delivers nothing. A
+    # newer message of the same level is delivered after everything before it in the
+    # level's queue, so once it is in, any re-delivery would be in too.
+    assert broker.stop() == 0
+    assert read_json(os.path.join(home, "store", "config", "delayOffset.json"))["offsetTable"]["3"] == 5
+    broker = daemons.broker(ns.addr, *DELAY_OPTIONS)  # the same home
+    async with Producer("pg_restart", ns.addr) as p:
+        await p.send(Message("DelayRestart", b"later", delay_time_level=3))
 
-        async def total() -> int:
-            return sum((await max_offsets(ns.addr, "DelayRestart")).values())
+    async def total() -> int:
+        return sum((await max_offsets(ns.addr, "DelayRestart")).values())
 
-        assert await wait_for_async(lambda: at_least(total(), 7), 15)
-        assert await total() == 7, "warm-up + 5 delayed + the later one, each stored once"
-    finally:
-        broker.stop()
-        ns.stop()
+    assert await wait_for_async(lambda: at_least(total(), 7), 15)
+    assert await total() == 7, "warm-up + 5 delayed + the later one, each stored once"
 
 
 async def test_failed_message_comes_back_with_reconsume_times_and_its_id(cluster: tuple[Daemon, Daemon]) -> None:

@@ -25,7 +25,7 @@ from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode
 from rocketmq_py.remoting.codes import SerializeType
 from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, decode_records
 from tests.integration.broker_client import call, pull_request
-from tests.integration.daemons import Daemon, start_broker, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet
 from tests.waiting import wait_until
 
 
@@ -110,37 +110,33 @@ async def test_consumers_and_admin_hand_back_inflated_bodies(producer: Producer,
     assert viewed.body == big and viewed.sys_flag & COMPRESSED_FLAG
 
 
-async def test_no_route_and_bad_input(tmp_path: str) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    broker = start_broker(os.path.join(str(tmp_path), "b"), ns.addr, "autoCreateTopicEnable=false")
+async def test_no_route_and_bad_input(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "autoCreateTopicEnable=false")
+    p = Producer("pg_bad", ns.addr, send_msg_timeout=2)
+    with pytest.raises(ClientStateError, match="start"):
+        await p.send(Message("T", b"x"))
+    async with p:
+        with pytest.raises(NoRouteError) as info:
+            await p.send(Message("NoSuchTopic", b"x"))
+        text = str(info.value)
+        assert "NoSuchTopic" in text and ns.addr in text and "autoCreateTopicEnable" in text
+        with pytest.raises(MessageValidationError, match="blank"):
+            await p.send(Message("", b"x"))
+        with pytest.raises(MessageValidationError, match="over max"):
+            await p.send(Message("T", b"x" * (4 * 1024 * 1024 + 1)))
+        with pytest.raises(MessageValidationError, match="zero"):
+            await p.send(Message("T", b""))
+    c = RemotingClient()
     try:
-        p = Producer("pg_bad", ns.addr, send_msg_timeout=2)
-        with pytest.raises(ClientStateError, match="start"):
-            await p.send(Message("T", b"x"))
-        async with p:
-            with pytest.raises(NoRouteError) as info:
-                await p.send(Message("NoSuchTopic", b"x"))
-            text = str(info.value)
-            assert "NoSuchTopic" in text and ns.addr in text and "autoCreateTopicEnable" in text
-            with pytest.raises(MessageValidationError, match="blank"):
-                await p.send(Message("", b"x"))
-            with pytest.raises(MessageValidationError, match="over max"):
-                await p.send(Message("T", b"x" * (4 * 1024 * 1024 + 1)))
-            with pytest.raises(MessageValidationError, match="zero"):
-                await p.send(Message("T", b""))
-        c = RemotingClient()
-        try:
-            info_body = await call(c, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-            assert b"NoSuchTopic" not in (info_body.body or b"")
-        finally:
-            await c.close()
+        info_body = await call(c, broker.addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        assert b"NoSuchTopic" not in (info_body.body or b"")
     finally:
-        broker.stop()
-        ns.stop()
+        await c.close()
 
 
-async def test_one_namesrv_down_the_other_answers(cluster: tuple[Daemon, Daemon], tmp_path: str) -> None:
-    dead = start_namesrv(os.path.join(str(tmp_path), "dead"))
+async def test_one_namesrv_down_the_other_answers(cluster: tuple[Daemon, Daemon], daemons: DaemonSet) -> None:
+    dead = daemons.namesrv(name="dead")
     dead_addr = dead.addr
     dead.stop()
     async with Producer("pg_failover", f"{dead_addr};{cluster[0].addr}") as p:

@@ -19,7 +19,7 @@ from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, R
 from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.transaction import EndTransactionRequestHeader
 from tests.integration.broker_client import call, pull_request, send_request
-from tests.integration.daemons import Daemon, DaemonSet, start_broker, start_namesrv
+from tests.integration.daemons import Daemon, DaemonSet
 from tests.waiting import wait_for_async, wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -251,19 +251,15 @@ async def test_end_transaction_bad_input_changes_nothing(cluster: tuple[Daemon, 
     assert len(await visible(raw, broker.addr, result)) == 1
 
 
-async def test_reject_transaction_message(tmp_path: str, raw: RemotingClient) -> None:
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    broker = start_broker(os.path.join(str(tmp_path), "b"), ns.addr, "rejectTransactionMessage=true")
-    try:
-        listener = Listener(S.COMMIT_MESSAGE)
-        async with TransactionProducer("pg_trans_reject", ns.addr, transaction_listener=listener,
-                                       retry_times_when_send_failed=0) as producer:
-            with pytest.raises(Exception, match="transaction message is forbidden"):
-                await producer.send_message_in_transaction(Message("TransRejected", b"no"))
-        assert await max_offset(raw, broker.addr, HALF_TOPIC, 0) == 0
-    finally:
-        assert broker.stop() == 0
-        assert ns.stop() == 0
+async def test_reject_transaction_message(daemons: DaemonSet, raw: RemotingClient) -> None:
+    ns = daemons.namesrv()
+    broker = daemons.broker(ns.addr, "rejectTransactionMessage=true")
+    listener = Listener(S.COMMIT_MESSAGE)
+    async with TransactionProducer("pg_trans_reject", ns.addr, transaction_listener=listener,
+                                   retry_times_when_send_failed=0) as producer:
+        with pytest.raises(Exception, match="transaction message is forbidden"):
+            await producer.send_message_in_transaction(Message("TransRejected", b"no"))
+    assert await max_offset(raw, broker.addr, HALF_TOPIC, 0) == 0
 
 
 async def test_a_pending_half_message_survives_a_broker_restart(daemons: DaemonSet, raw: RemotingClient) -> None:
