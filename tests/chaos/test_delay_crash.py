@@ -4,7 +4,6 @@ still arrives on its real topic after the restart (at-least-once, as RocketMQ pr
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 
 import pytest
@@ -15,7 +14,7 @@ from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushCons
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.integration.daemons import start_broker, start_namesrv
+from tests.integration.conftest import running_daemons
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -40,12 +39,11 @@ async def send_until_killed(ns: str, topic: str, broker_kill: asyncio.Future[Non
 
 async def test_acknowledged_delayed_messages_survive_sigkill(tmp_path: str) -> None:
     rng = random.Random(9)
-    ns = start_namesrv(os.path.join(str(tmp_path), "ns"))
-    home = os.path.join(str(tmp_path), "broker")
     options = (f"messageDelayLevel={LEVELS}", "flushDelayOffsetInterval=200")
-    broker = start_broker(home, ns.addr, *options)
     acked: set[str] = set()
-    try:
+    with running_daemons(str(tmp_path)) as ds:  # a killed broker is not asked for a clean exit
+        ns = ds.namesrv()
+        broker = ds.broker(ns.addr, *options)
         async with Producer("pg_delay_crash", ns.addr) as p:
             await p.send(Message("DelayCrash", b"warm-up"))
         for _ in range(ROUNDS):
@@ -58,7 +56,7 @@ async def test_acknowledged_delayed_messages_survive_sigkill(tmp_path: str) -> N
             broker.kill()
             killed.set_result(None)
             await asyncio.wait_for(sender, 30)
-            broker = start_broker(home, ns.addr, *options)
+            broker = ds.broker(ns.addr, *options)  # the same home
         seen: set[str] = set()
 
         async def listener(msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
@@ -70,6 +68,3 @@ async def test_acknowledged_delayed_messages_survive_sigkill(tmp_path: str) -> N
         c.register_message_listener(listener)
         async with c:
             assert await wait_until(lambda: acked <= seen, 60), f"{len(acked - seen)} acknowledged never arrived"
-    finally:
-        broker.stop()
-        ns.stop()
