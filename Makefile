@@ -22,8 +22,17 @@ $(BASE): pyproject.toml setup.py | $(BIN)/python
 	touch $(BASE)
 
 $(FULL): pyproject.toml setup.py | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	$(BIN)/python -m pip install -q -e '.[dev,spark,dashboard]'
 	touch $(FULL) $(BASE)
+
+# tests/integration/test_dashboard.py drives Debian's chromium through chromium-driver (one
+# version, from one archive). Installed as root when missing; present, this does nothing.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }; \
+	else echo "chromium and chromium-driver not found: as root, apt-get install chromium chromium-driver"; exit 1; fi
 
 # Node.js and npm must be on the machine (CI's are): the interop suite drives ali-ons, and a
 # machine without them fails here rather than skipping it.

@@ -121,8 +121,8 @@ async def test_untraced_clients_write_nothing(cluster: tuple[Daemon, Daemon]) ->
     assert await _trace_json(ns, result.msg_id) == []
 
 
-async def test_lite_pull_consumer_traces_what_it_pulls(traced: tuple[Daemon, Daemon]) -> None:
-    ns, _ = traced
+async def test_lite_pull_consumer_traces_what_it_pulls(cluster: tuple[Daemon, Daemon]) -> None:
+    ns, _ = cluster
     topic, group = "TraceTopicLite", "CG_TRACE_LITE"
     run_cli("mqadmin", "updateTopic", "-t", topic, "-c", "DefaultCluster", "-n", ns.addr).ok()
     async with Producer("PG_LITE", ns.addr) as producer:
