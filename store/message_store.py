@@ -1052,11 +1052,13 @@ class DefaultMessageStore:
 
     # -- replication (a slave's side; docs/ha.md) ----------------------------------------------
 
-    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+    def append_to_commit_log(self, start_offset: int, data: bytes, dispatch: bool = True) -> bool:
         """Bytes a master sent, appended at exactly ``start_offset`` (the log's end, or a file's
         start when the log is empty) and within one file; False, appending nothing, otherwise.
-        The records they complete are dispatched as puts are; SlaveDivergedError when they are
-        not this log's continuation (the log is then cut back to its last whole record)."""
+        The records they complete are dispatched as puts are (now, or by ``dispatch_replicated``
+        when ``dispatch`` is False: Java's slave acknowledges before its reput dispatches);
+        SlaveDivergedError when they are not this log's continuation (the log is then cut back
+        to its last whole record)."""
         if self.shutdown_flag:
             log.warning("message store has shutdown, so appendToPhyQueue is forbidden")
             return False
@@ -1076,14 +1078,16 @@ class DefaultMessageStore:
         if pos != mf.wrote_position or pos + len(data) > mf.file_size:
             return False
         mf.append(data)
-        self._dispatch_replicated()
+        if dispatch:
+            self.dispatch_replicated()
         return True
 
-    def _dispatch_replicated(self) -> None:
+    def dispatch_replicated(self) -> None:
         """Dispatch every whole record received since the last call."""
         queue = self.commit_log.queue
         at = self._replica_dispatched
-        assert at is not None
+        if at is None:
+            return
         try:
             while True:
                 mf = queue.find_mapped_file_by_offset(at)

@@ -140,12 +140,17 @@ class HAClient:
                         log.error("master pushed offset not equal the max phy offset in slave, SLAVE: %d MASTER: %d",
                                   slave_offset, offset)
                         return
-                    if body and not store.append_to_commit_log(offset, body):
+                    if body and not store.append_to_commit_log(offset, body, dispatch=False):
                         log.error("appendToPhyQueue failed %d %d", offset, len(body))
                         return
+                # Acknowledged once in the mapped file, as Java's slave does (its reput thread
+                # dispatches afterwards): a SYNC_MASTER's sends wait for the copy, not the queues.
                 now_at = store.get_max_phy_offset()
                 if now_at > self.current_reported_offset:
-                    await self._report(writer, now_at)
+                    self.current_reported_offset = now_at
+                    writer.write(encode_report(now_at))
+                store.dispatch_replicated()
+                await writer.drain()
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError, OSError, ConnectionError):
