@@ -1,5 +1,6 @@
 """The local cluster's topology: one NameServer and two masters of one cluster, each started from
-its own ``conf/`` file. ``mqcluster`` starts exactly these as processes and docker-compose.yml
+its own ``conf/`` file (or, by name, two masters with a slave each: 2m-2s-sync, 2m-2s-async).
+``mqcluster`` starts exactly these as processes and docker-compose.yml
 declares exactly these as services; tests/integration/test_mqcluster.py checks the two agree.
 """
 
@@ -47,3 +48,17 @@ TOPOLOGY: tuple[ServiceSpec, ...] = (
     ServiceSpec("broker-a", "broker", "conf/2m-noslave/broker-a.properties"),
     ServiceSpec("broker-b", "broker", "conf/2m-noslave/broker-b.properties"),
 )
+
+
+def _master_slave(kind: str) -> tuple[ServiceSpec, ...]:
+    """RocketMQ's 2m-2s-sync / 2m-2s-async: each master followed by its slave (brokerId 1)."""
+    return (NAMESRV, *(ServiceSpec(f"broker-{b}{s}", "broker", f"conf/{kind}/broker-{b}{s}.properties")
+                       for b in "ab" for s in ("", "-s")))
+
+
+# ``mqcluster up --topology NAME``; the default, TOPOLOGY, is the one docker-compose.yml declares.
+TOPOLOGIES: dict[str, tuple[ServiceSpec, ...]] = {
+    "2m-noslave": TOPOLOGY,
+    "2m-2s-sync": _master_slave("2m-2s-sync"),
+    "2m-2s-async": _master_slave("2m-2s-async"),
+}

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import typer
 
 from rocketmq_py.client.admin import Admin
-from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGY, ServiceSpec
+from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGIES, ServiceSpec
 from rocketmq_py.tools.mqadmin.common import emit, main_entry, one_line
 
 app = typer.Typer(name="mqcluster", add_completion=False, no_args_is_help=True, help=__doc__)
@@ -215,9 +215,14 @@ def up(
     free_ports: bool = typer.Option(False, "--free-ports", help="Listen on free ports instead of conf/'s"),
     bind: str = typer.Option("127.0.0.1", "--bind", help="Address every daemon listens on"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+    topology: str = typer.Option("2m-noslave", "--topology",
+                                 help=f"Which cluster: {', '.join(TOPOLOGIES)} (conf/<name>/)"),
 ) -> None:
     home = os.path.abspath(home)
     try:
+        if topology not in TOPOLOGIES:
+            raise ClusterError(f"unknown topology {topology!r}: one of {', '.join(TOPOLOGIES)}")
+        specs = TOPOLOGIES[topology]
         running = {n: s for n, s in load_state(home).items() if pid_alive(s.pid, s.module)}
         if running:
             raise ClusterError(f"already running under {home}: {', '.join(sorted(running))} (mqcluster down first)")
@@ -227,11 +232,12 @@ def up(
             ns = _start(NAMESRV, home, conf_root, None, free_ports, bind)
             started[ns.name] = ns
             _save_state(home, started)
-            for spec in TOPOLOGY:
+            for spec in specs:
                 if spec.role == "broker":
                     started[spec.name] = _start(spec, home, conf_root, ns.addr, free_ports, bind)
                     _save_state(home, started)
-            _wait_registered(ns.addr, {s.name for s in TOPOLOGY if s.role == "broker"})
+            _wait_registered(ns.addr, {s.props(conf_root).get("brokerName", s.name) for s in specs
+                                       if s.role == "broker"})
         except BaseException:
             stop_services(started)
             _save_state(home, {})
@@ -291,8 +297,9 @@ def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json",
          ("#Service", "#PID", "#Addr", "#Alive"), [(r["name"], r["pid"], r["addr"], r["alive"]) for r in rows])
     if not as_json:
         typer.echo(f"registered brokers: {', '.join(registered) or '-'}")
-    expected = {s.name for s in TOPOLOGY}
-    if not rows or not all(r["alive"] for r in rows) or {r["name"] for r in rows} != expected:
+    # Whichever topology ``up`` started: the NameServer and every broker of one of them.
+    expected_sets = [{s.name for s in specs} for specs in TOPOLOGIES.values()]
+    if not rows or not all(r["alive"] for r in rows) or {r["name"] for r in rows} not in expected_sets:
         raise typer.Exit(1)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import struct
 
@@ -19,6 +20,7 @@ from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.route import KVTable
 from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
+from tests.integration.cli import run_cli
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.integration.ha_cluster import HA_OPTIONS, ha_addr, log_bytes, log_files, log_text, master, record_at, slave
 from tests.waiting import wait_for_async, wait_until
@@ -421,3 +423,18 @@ async def test_slave_restarted_as_master_keeps_every_message(daemons: DaemonSet)
         assert r.code == ResponseCode.SUCCESS
     finally:
         await client.close()
+
+
+def test_mqcluster_starts_masters_with_their_slaves(tmp_path: str) -> None:
+    home = os.path.join(str(tmp_path), "cluster")
+    try:
+        up = run_cli("mqcluster", "up", "--home", home, "--free-ports", "--topology", "2m-2s-async", "--json"
+                     ).ok().json()
+        assert set(up["services"]) == {"namesrv", "broker-a", "broker-a-s", "broker-b", "broker-b-s"}
+        brokers = run_cli("mqadmin", "clusterList", "--json", "-n", up["namesrvAddr"]).ok().json()
+        ids = sorted((r["brokerName"], int(r["brokerId"])) for r in brokers)
+        assert ids == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+        assert run_cli("mqcluster", "status", "--home", home).ok()
+        run_cli("mqcluster", "up", "--home", home, "--topology", "3m").failed_with_one_line("unknown topology")
+    finally:
+        run_cli("mqcluster", "down", "--home", home)
