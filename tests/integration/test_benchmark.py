@@ -82,9 +82,9 @@ def test_benchmark_stops_after_its_duration(standalone: tuple[Daemon, str]) -> N
     assert 2 <= elapsed < 30
 
 
-def test_benchmark_bad_input(standalone: tuple[Daemon, str]) -> None:
+def test_benchmark_bad_input(standalone: tuple[Daemon, str], refused_addr: str) -> None:
     _, ns = standalone
-    run_cli("mqbench", "produce", "-n", "127.0.0.1:1", "-d", "1").failed_with_one_line("mqbench produce:")
+    run_cli("mqbench", "produce", "-n", refused_addr, "-d", "1").failed_with_one_line("mqbench produce:")
     bad = run_cli("mqbench", "produce", "-n", ns, "-s", "0", "-d", "1")
     assert bad.returncode == 2
     bad.failed_with_one_line("-s")

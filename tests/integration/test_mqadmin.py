@@ -69,12 +69,12 @@ def test_unreachable_namesrv_is_one_line_exit_1(command: str, refused_addr: str)
     assert result.returncode == 1, line
 
 
-def test_no_namesrv_address_and_bad_flags() -> None:
+def test_no_namesrv_address_and_bad_flags(refused_addr: str) -> None:
     run_cli("mqadmin", "clusterList").failed_with_one_line("NAMESRV_ADDR")
-    bad = run_cli("mqadmin", "topicRoute", "--no-such-flag", "-t", "T", "-n", "127.0.0.1:1")
+    bad = run_cli("mqadmin", "topicRoute", "--no-such-flag", "-t", "T", "-n", refused_addr)
     assert bad.returncode == 2
     bad.failed_with_one_line("no-such-flag")
-    run_cli("mqadmin", "topicRoute", "-n", "127.0.0.1:1").failed_with_one_line("-t")
+    run_cli("mqadmin", "topicRoute", "-n", refused_addr).failed_with_one_line("-t")
 
 
 # -- topics -------------------------------------------------------------------------------------
@@ -102,7 +102,7 @@ def test_topic_commands(cluster: tuple[Daemon, Daemon]) -> None:
     assert "AdmTopic" not in run_cli("mqadmin", "topicList", "-n", ns.addr).ok().stdout.split()
 
 
-def test_topic_command_errors(cluster: tuple[Daemon, Daemon]) -> None:
+def test_topic_command_errors(cluster: tuple[Daemon, Daemon], refused_addr: str) -> None:
     ns, _ = cluster
     run_cli("mqadmin", "updateTopic", "-t", "X", "-n", ns.addr).failed_with_one_line("-b", "-c")
     run_cli("mqadmin", "updateTopic", "-t", "X", "-c", "DefaultCluster", "-p", "5", "-n", ns.addr
@@ -113,12 +113,12 @@ def test_topic_command_errors(cluster: tuple[Daemon, Daemon]) -> None:
             ).failed_with_one_line("NoSuchTopic")
     run_cli("mqadmin", "topicRoute", "-t", "NoSuchTopic", "-n", ns.addr).failed_with_one_line("NoSuchTopic")
     run_cli("mqadmin", "topicStatus", "-t", "NoSuchTopic", "-n", ns.addr).failed_with_one_line("NoSuchTopic")
-    run_cli("mqadmin", "topicList", "-n", "127.0.0.1:1").failed_with_one_line("topicList")
+    run_cli("mqadmin", "topicList", "-n", refused_addr).failed_with_one_line("topicList")
 
 
 # -- cluster and brokers ------------------------------------------------------------------------
 
-def test_cluster_and_broker_commands(cluster: tuple[Daemon, Daemon]) -> None:
+def test_cluster_and_broker_commands(cluster: tuple[Daemon, Daemon], refused_addr: str) -> None:
     ns, broker = cluster
     rows = run_cli("mqadmin", "clusterList", "--json", "-n", ns.addr).ok().json()
     assert [(r["cluster"], r["brokerName"], r["addr"]) for r in rows] == [("DefaultCluster", "broker-a", broker.addr)]
@@ -132,7 +132,7 @@ def test_cluster_and_broker_commands(cluster: tuple[Daemon, Daemon]) -> None:
     assert status[broker.addr]["brokerVersionDesc"] == "V4_9_8"
     assert "commitLogMaxOffset" in run_cli("mqadmin", "brokerStatus", "-c", "DefaultCluster", "-n", ns.addr).ok().stdout
     run_cli("mqadmin", "brokerStatus", "-n", ns.addr).failed_with_one_line("-b", "-c")
-    run_cli("mqadmin", "brokerStatus", "-b", "127.0.0.1:1", "-n", ns.addr).failed_with_one_line("brokerStatus")
+    run_cli("mqadmin", "brokerStatus", "-b", refused_addr, "-n", ns.addr).failed_with_one_line("brokerStatus")
 
     config = run_cli("mqadmin", "getBrokerConfig", "-b", broker.addr, "--json", "-n", ns.addr).ok().json()
     assert config[broker.addr]["brokerName"] == "broker-a"
@@ -166,7 +166,7 @@ async def test_kv_config_commands(cluster: tuple[Daemon, Daemon]) -> None:
      ).failed_with_one_line("-v")
 
 
-def test_wipe_write_perm(daemons: DaemonSet) -> None:
+def test_wipe_write_perm(daemons: DaemonSet, refused_addr: str) -> None:
     """Own daemons: a broker without write permission would fail every other test's sends."""
     ns = daemons.namesrv()
     daemons.broker(ns.addr, name="broker-w")
@@ -176,7 +176,7 @@ def test_wipe_write_perm(daemons: DaemonSet) -> None:
     route = run_cli("mqadmin", "topicRoute", "-t", "WipeTopic", "--json", "-n", ns.addr).ok().json()
     assert route["queueDatas"][0]["perm"] == 4  # read only
     run_cli("mqadmin", "wipeWritePerm", "-n", ns.addr).failed_with_one_line("-b")
-    run_cli("mqadmin", "wipeWritePerm", "-b", "broker-w", "-n", "127.0.0.1:1").failed_with_one_line("wipeWritePerm")
+    run_cli("mqadmin", "wipeWritePerm", "-b", "broker-w", "-n", refused_addr).failed_with_one_line("wipeWritePerm")
 
 
 # -- subscription groups, consumers and producers -----------------------------------------------
