@@ -27,6 +27,7 @@ from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -50,6 +51,7 @@ def browser() -> Iterator[WebDriver]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1366,1000",
                 "--disable-gpu"):
         options.add_argument(arg)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's screenshots only
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(30)
     try:
@@ -119,6 +121,13 @@ def find(driver: WebDriver, css: str, timeout: float = 15) -> WebElement:
         raise AssertionError(f"no {css} on {driver.current_url}:\n{main[0].text if main else ''}") from None
 
 
+def go(driver: WebDriver, by: str, value: str) -> None:
+    """Click a link or submit button and wait (bounded) until the page it opens has replaced this one."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(by, value).click()
+    WebDriverWait(driver, 30, poll_frequency=0.1).until(staleness_of(old))
+
+
 def text(driver: WebDriver, css: str) -> str:
     return find(driver, css).text
 
@@ -148,13 +157,13 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
     shot(d, "01-cluster")
 
     # Topics: create one with 4 queues; its page shows the route and 4 queues.
-    d.find_element(By.ID, "nav-topics").click()
+    go(d, By.ID, "nav-topics")
     d.find_element(By.ID, "new-topic").send_keys(topic)
     for name in ("readQueueNums", "writeQueueNums"):
         field = d.find_element(By.NAME, name)
         field.clear()
         field.send_keys("4")
-    d.find_element(By.ID, "create-topic-submit").click()
+    go(d, By.ID, "create-topic-submit")
     assert "created" in text(d, "#flash"), d.page_source
     # The broker registers a new topic with the NameServer a moment after creating it.
     wait(d, lambda d: column(d, "route", 0) == ["broker-a"], refresh=True)
@@ -169,7 +178,7 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
     d.find_element(By.ID, "send-keys").send_keys(key)
     d.find_element(By.ID, "send-body").send_keys("hello from the console")
     d.find_element(By.ID, "send-trace").click()
-    d.find_element(By.ID, "send-submit").click()
+    go(d, By.ID, "send-submit")
     msg_id = text(d, "#sent-msg-id")
     assert "SEND_OK" in text(d, "#send-result") and len(msg_id) == 32
     shot(d, "03-topic-sent")
@@ -187,9 +196,9 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
     try:
         consumer.start()
         # Consumers: the group holds its 21 messages, so its lag shows; released, it falls to 0.
-        d.find_element(By.ID, "nav-consumers").click()
+        go(d, By.ID, "nav-consumers")
         wait(d, lambda d: group in column(d, "groups", 0), refresh=True)
-        d.find_element(By.LINK_TEXT, group).click()
+        go(d, By.LINK_TEXT, group)
         assert text(d, "#group-name") == group and d.find_elements(By.CSS_SELECTOR, "#clients tbody tr")
         wait(d, lambda d: int(text(d, "#total-lag")) > 0 and len(column(d, "lag", 0)) >= 4, refresh=True)
         shot(d, "04-consumer-lag")
@@ -199,27 +208,27 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
         shot(d, "05-consumer-lag-zero")
 
         # Messages: find it by key; its page shows the body and properties.
-        d.find_element(By.ID, "nav-messages").click()
+        go(d, By.ID, "nav-messages")
         d.find_element(By.ID, "key-topic").send_keys(topic)
         d.find_element(By.ID, "key-key").send_keys(key)
-        d.find_element(By.ID, "key-submit").click()
+        go(d, By.ID, "key-submit")
         assert column(d, "results", 0) == [msg_id]
         shot(d, "06-messages-by-key")
         # By its id (a unique key, with its topic), and by a time range holding all 21.
         d.find_element(By.ID, "id-topic").send_keys(topic)
         d.find_element(By.ID, "id-msgid").send_keys(msg_id)
-        d.find_element(By.ID, "id-submit").click()
+        go(d, By.ID, "id-submit")
         assert column(d, "results", 0) == [msg_id] and text(d, "#result-count") == "1"
         d.find_element(By.ID, "time-topic").send_keys(topic)
         set_value(d, "#time-begin", before_send.strftime("%Y-%m-%dT%H:%M:%S"))
         set_value(d, "#time-end", (datetime.now() + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S"))
-        d.find_element(By.ID, "time-submit").click()
+        go(d, By.ID, "time-submit")
         assert text(d, "#result-count") == "21" and column(d, "results", 0)[0] == msg_id  # oldest first
         shot(d, "06b-messages-by-time")
         d.back()
         d.back()
         assert column(d, "results", 0) == [msg_id]
-        d.find_element(By.CSS_SELECTOR, "#results a.msg-link").click()
+        go(d, By.CSS_SELECTOR, "#results a.msg-link")
         assert text(d, "#msg-body") == "hello from the console" and text(d, "#msg-keys") == key
         rows = {r.find_element(By.TAG_NAME, "th").text: r.find_element(By.TAG_NAME, "td").text
                 for r in d.find_elements(By.CSS_SELECTOR, "#properties tr")}
@@ -227,7 +236,7 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
         shot(d, "07-message")
 
         # Its trace: sent by the console's traced producer, consumed by the group.
-        d.find_element(By.ID, "trace-link").click()
+        go(d, By.ID, "trace-link")
         wait(d, lambda d: {"Pub", "SubBefore", "SubAfter"} <= set(column(d, "trace", 0)), refresh=True)
         kinds, groups, status = column(d, "trace", 0), column(d, "trace", 1), column(d, "trace", 6)
         assert dict(zip(kinds, groups, strict=True)) == {"Pub": "PID_MQDASHBOARD_TRACE", "SubBefore": group,
@@ -239,7 +248,7 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
         # Reset the group's offsets to before the first send: every queue back to 0, all consumed again.
         d.get(f"{url}/consumers/{group}")
         set_value(d, "#reset-time", before_send.strftime("%Y-%m-%dT%H:%M:%S"))
-        d.find_element(By.ID, "reset-submit").click()
+        go(d, By.ID, "reset-submit")
         assert "reset" in text(d, "#flash")
         assert sorted(column(d, "reset-result", 1)) == ["0", "1", "2", "3"]
         assert set(column(d, "reset-result", 2)) == {"0"}
@@ -250,7 +259,7 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
 
         # Back on the cluster page under load: the put rate shows, and the live chart draws it.
         asyncio.run(send_more())
-        d.find_element(By.ID, "nav-cluster").click()
+        go(d, By.ID, "nav-cluster")
         wait(d, lambda d: float(column(d, "brokers", 5)[0]) > 0, refresh=True)
         wait(d, lambda d: float(text(d, "#tps-legend").split("put: ", 1)[1].split()[0]) > 0)
         assert int(column(d, "brokers", 7)[0]) >= 41
@@ -258,18 +267,28 @@ def test_click_through_every_view(console: tuple[Daemon, Daemon, str], browser: 
     finally:
         consumer.stop()
 
+    # With the group down, a reset still takes: the offsets are set at the broker, the lag is back.
+    d.get(f"{url}/consumers/{group}")
+    assert "not online" in text(d, "#offline")
+    set_value(d, "#reset-time", before_send.strftime("%Y-%m-%dT%H:%M:%S"))
+    go(d, By.ID, "reset-submit")
+    assert "Offsets of 4 queues" in text(d, "#flash") and set(column(d, "reset-result", 2)) == {"0"}
+    d.get(f"{url}/consumers/{group}")
+    assert int(text(d, "#total-lag")) == 41
+    shot(d, "12-consumer-reset-offline")
+
 
 def test_refusals_are_pages_not_crashes(console: tuple[Daemon, Daemon, str], browser: WebDriver) -> None:
     _, _, url = console
     d = browser
     d.get(url + "/topics")
     d.find_element(By.ID, "new-topic").send_keys("bad topic!")
-    d.find_element(By.ID, "create-topic-submit").click()
+    go(d, By.ID, "create-topic-submit")
     assert "topic" in text(d, "#error").lower()
     d.get(url + "/messages?mode=key&topic=NoSuchTopic&key=k")
     assert text(d, "#error")
     d.get(url + "/messages?mode=time&topic=DashTopic&begin=yesterday")
     assert "begin" in text(d, "#error")
-    shot(d, "12-error")
+    shot(d, "13-error")
     d.get(url + "/")  # and the console still serves
     assert d.find_elements(By.CSS_SELECTOR, "#brokers tbody tr.broker-row")

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from rocketmq_py.client.admin import Admin
+from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX
 from rocketmq_py.tools.dashboard.form_time import parse_form_time
@@ -56,9 +57,24 @@ async def reset_offset(request: Request) -> Response:
     if not topic:
         raise ValueError("choose the topic whose offsets to reset")
     millis = parse_form_time(form.get("time", ""), "time")
-    result = await request.app.state.admin.reset_offset_by_timestamp(topic, group_name, millis)
+    admin: Admin = request.app.state.admin
+    result = await admin.reset_offset_by_timestamp(topic, group_name, millis)
+    if not result:
+        result = await reset_offline_group(admin, topic, group_name, millis)
     reset = sorted(result.items(), key=lambda kv: (kv[0].broker_name, kv[0].queue_id))
     return await _group_page(request, group_name, reset=reset, reset_topic=topic, reset_time=millis)
+
+
+async def reset_offline_group(admin: Admin, topic: str, group: str, millis: int) -> dict[MessageQueue, int]:
+    """No client online to tell (CONSUMER_NOT_ONLINE): each queue's offset at ``millis`` set at its
+    broker directly, as Java's ResetOffsetByTimeOldCommand does and RocketMQ Dashboard falls back
+    to, so a group that is down restarts from there."""
+    result = {}
+    for mq in sorted(await admin.examine_topic_stats(topic)):
+        offset = await admin.search_offset(mq, millis)
+        await admin.update_consumer_offset(group, mq, offset)
+        result[mq] = offset
+    return result
 
 
 routes = [
