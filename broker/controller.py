@@ -228,6 +228,8 @@ class BrokerController:
                        loop.create_task(self.stats.run_morning_records()), loop.create_task(self.stats_manager.run())]
         if self.store_config.brokerRole is BrokerRole.SLAVE:
             self._tasks.append(loop.create_task(self.slave_synchronize.run()))
+        else:
+            self._tasks.append(loop.create_task(self._print_master_and_slave_diff()))
 
     async def register_broker_all(self) -> None:
         cfg = self.broker_config
@@ -280,6 +282,14 @@ class BrokerController:
                 await self.consumer_offset_manager.persist_async()
             except OSError as exc:
                 log.error("persist consumer offsets failed: %s", exc)
+
+    async def _print_master_and_slave_diff(self) -> None:
+        """Java's printMasterAndSlaveDiff: a master logs how far its slave is behind, 10 s after
+        start and every minute."""
+        await asyncio.sleep(10)
+        while True:
+            log.info("Slave fall behind master: %d bytes", self.message_store.ha_service.slave_fall_behind_much())
+            await asyncio.sleep(60)
 
     async def _housekeeping_loop(self) -> None:
         while True:

@@ -28,6 +28,9 @@ log = logging.getLogger("rocketmq.store")
 # only when the dial fails; a pause keeps a master that keeps refusing from being hammered).
 RECONNECT_PAUSE = 1.0
 CONNECT_TIMEOUT = 3.0
+# A master that closes the connection this many times in a row right after the slave's report,
+# before a single frame, refuses it: its log ends before the slave's (ours says so in its log).
+REFUSALS_TO_STOP = 3
 
 
 class SlaveDivergedError(RuntimeError):
@@ -45,6 +48,7 @@ class HAClient:
         self.stopped_reason: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._writer: asyncio.StreamWriter | None = None
+        self._refusals = 0
         # TLS to the master's HA port, set by a broker with tls.enable=true (docs/tls.md)
         self.client_ssl: ssl.SSLContext | None = None
 
@@ -128,13 +132,20 @@ class HAClient:
                     return
                 if not data:
                     if not received:
+                        self._refusals += 1
                         log.error("HAClient: master %s closed the connection before sending anything, after our "
                                   "offset %d: a master refuses a slave whose log is ahead of its own",
                                   self.master_address, self.current_reported_offset)
+                        if self._refusals >= REFUSALS_TO_STOP:
+                            raise SlaveDivergedError(
+                                f"master {self.master_address} refused our offset {self.current_reported_offset} "
+                                f"{self._refusals} times: this slave's log is ahead of the master's; it will not "
+                                "be merged (an operator must move one of the stores aside)")
                     return
                 self.last_read = time.monotonic()
                 for offset, body in frames.feed(data):
                     received = True
+                    self._refusals = 0
                     slave_offset = store.get_max_phy_offset()
                     if slave_offset != 0 and slave_offset != offset:
                         log.error("master pushed offset not equal the max phy offset in slave, SLAVE: %d MASTER: %d",

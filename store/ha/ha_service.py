@@ -114,6 +114,10 @@ class HAService:
         return bool(self.connections) and (
             master_put_where - self.push2slave_max_offset < self.store.config.haSlaveFallbehindMax)
 
+    def slave_fall_behind_much(self) -> int:
+        """The master's bytes no slave has acknowledged (Java's slaveFallBehindMuch)."""
+        return self.store.get_max_phy_offset() - self.push2slave_max_offset
+
     def notify_transfer_some(self, offset: int) -> None:
         if offset > self.push2slave_max_offset:
             self.push2slave_max_offset = offset

@@ -211,9 +211,17 @@ async def test_hand_built_master_against_our_slave(daemons: DaemonSet) -> None:
         assert len(rest) % 8 == 0 and {struct.unpack_from(">q", rest, i)[0] for i in range(0, len(rest), 8)} <= {end}
         reader2, writer2 = await asyncio.wait_for(connections.get(), 15)
         assert struct.unpack(">q", await read_exactly(reader2, 8))[0] == end
-        writer2.close()
         assert log_bytes(s, 0, end + 64)[:end] == records
         assert "master pushed offset not equal the max phy offset in slave" in log_text(s)
+        # Right offset, wrong history: a whole, valid record that names another offset (the
+        # log's first, sent again at its end). The slave cuts it off and stops replicating.
+        first_size = struct.unpack_from(">i", records, 0)[0]
+        writer2.write(struct.pack(">qi", end, first_size) + records[:first_size])
+        await writer2.drain()
+        assert await wait_until(lambda: "replication stopped" in log_text(s), 15)
+        assert "does not continue this log" in log_text(s)
+        assert await max_phy_offset(s.addr) == end
+        assert log_bytes(s, end, end + first_size) == bytes(first_size)
     finally:
         server.close()
         for w in accepted:
@@ -438,3 +446,22 @@ def test_mqcluster_starts_masters_with_their_slaves(tmp_path: str) -> None:
         run_cli("mqcluster", "up", "--home", home, "--topology", "3m").failed_with_one_line("unknown topology")
     finally:
         run_cli("mqcluster", "down", "--home", home)
+
+
+async def test_slave_ahead_of_its_master_stops_and_says_so(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    # A store with messages, then made the slave of a new, empty master of another broker name.
+    old = daemons.broker(ns, "brokerName=broker-old", *HA_OPTIONS, name="ha-old")
+    await send_some(ns, "HaAhead", 30)
+    ahead = await max_phy_offset(old.addr)
+    old.stop()
+    m = master(daemons, ns, "ASYNC_MASTER", broker_name="broker-new")
+    host, port = ha_addr(m)
+    s = daemons.broker(ns, "brokerRole=SLAVE", "brokerId=1", "brokerName=broker-new", *HA_OPTIONS,
+                       f"haMasterAddress={host}:{port}", name="ha-old")
+    assert await wait_until(lambda: "replication stopped" in log_text(s), 30)
+    assert "greater than local commitLog offset" in log_text(m)
+    assert "log is ahead of the master's" in log_text(s)
+    # Its log is left as it was: nothing merged, nothing cut.
+    assert await max_phy_offset(s.addr) == ahead
+    assert s.alive()
