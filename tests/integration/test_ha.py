@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import re
+import signal
 import struct
 
 from rocketmq_py.client import Admin, Message, Producer, SendStatus
@@ -465,3 +466,76 @@ async def test_slave_ahead_of_its_master_stops_and_says_so(daemons: DaemonSet) -
     # Its log is left as it was: nothing merged, nothing cut.
     assert await max_phy_offset(s.addr) == ahead
     assert s.alive()
+
+
+async def test_sync_master_with_sync_flush_and_a_stalled_slave(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "SYNC_MASTER", "flushDiskType=SYNC_FLUSH", "slaveTimeout=1000")
+    s = slave(daemons, ns)
+    assert await connected(m)
+    client = RemotingClient()
+    try:
+        await create_topic(client, m.addr, "HaFlush", queues=4)
+
+        async def send(i: int) -> int:
+            r = await client.invoke(m.addr, send_request("HaFlush", f"f-{i}".encode() * 50, queue_id=i % 4), 10)
+            return r.code
+
+        async def ok_once() -> bool:
+            return await send(-1) == ResponseCode.SUCCESS
+
+        assert await wait_for_async(ok_once, 20)
+        # Flushed and on the slave: 64 in flight, every one SUCCESS.
+        codes = await asyncio.gather(*(send(i) for i in range(64)))
+        assert set(codes) == {ResponseCode.SUCCESS}
+        # A slave that stops acknowledging (SIGSTOP: its connection stays open): the sends are
+        # stored and flushed, and answered FLUSH_SLAVE_TIMEOUT after slaveTimeout.
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        try:
+            started = asyncio.get_running_loop().time()
+            codes = await asyncio.gather(*(send(i) for i in range(8)))
+            assert set(codes) == {ResponseCode.FLUSH_SLAVE_TIMEOUT}
+            assert asyncio.get_running_loop().time() - started >= 0.9
+        finally:
+            os.kill(s.proc.pid, signal.SIGCONT)
+        assert await wait_for_async(ok_once, 20)
+        end = await max_phy_offset(m.addr)
+        assert await wait_for_async(lambda: _at(s.addr, end), 20)
+    finally:
+        await client.close()
+
+
+async def test_async_slave_lag_stays_bounded_under_steady_load(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns, "ASYNC_MASTER")
+    s = slave(daemons, ns)
+    assert await connected(m)
+    lags: list[int] = []
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        while not stop.is_set():
+            master_at, slave_at = await max_phy_offset(m.addr), await max_phy_offset(s.addr)
+            lags.append(max(0, master_at - slave_at))
+            await asyncio.sleep(0.1)
+
+    sampler = asyncio.create_task(sample())
+    async with Producer("pg_ha_lag", ns) as producer:
+        deadline = asyncio.get_running_loop().time() + 3.0
+
+        async def worker(w: int) -> None:
+            # Steady load: 16 in flight for 3 s, at most 50,000 sends.
+            for i in range(w, 50_000, 16):
+                if asyncio.get_running_loop().time() > deadline:
+                    return
+                result = await producer.send(Message("HaLag", f"lag-{i:05d}".encode() * 40))
+                assert result.send_status == SendStatus.SEND_OK
+
+        await asyncio.wait_for(asyncio.gather(*(worker(w) for w in range(16))), 60)
+    stop.set()
+    await sampler
+    end = await max_phy_offset(m.addr)
+    assert await wait_for_async(lambda: _at(s.addr, end), 20)
+    print(f"slave lag over {len(lags)} samples: max {max(lags)} bytes, median {sorted(lags)[len(lags) // 2]}")
+    # Bounded: never more than a few MiB behind while the master takes ~1 MiB/s here.
+    assert len(lags) >= 3 and max(lags) < 8 * 1024 * 1024
