@@ -20,7 +20,14 @@ from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, R
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.route import KVTable
-from tests.integration.broker_client import create_topic, pull_request, send_request, wait_for_route
+from tests.integration.broker_client import (
+    call,
+    commit_offset,
+    create_topic,
+    pull_request,
+    send_request,
+    wait_for_route,
+)
 from tests.integration.cli import run_cli
 from tests.integration.daemons import Daemon, DaemonSet
 from tests.integration.ha_cluster import HA_OPTIONS, ha_addr, log_bytes, log_files, log_text, master, record_at, slave
@@ -407,8 +414,25 @@ async def test_slave_restarted_as_master_keeps_every_message(daemons: DaemonSet)
     sent = await send_some(ns, "HaSwitch", 200, size=90)
     end = await max_phy_offset(m.addr)
     assert await wait_for_async(lambda: _at(s.addr, end), 20)
-    # The slave has copied the topic's config (SlaveSynchronize) before the switch.
-    assert await wait_until(lambda: "Update slave topic config from master" in log_text(s), 20)
+    # The slave copies the topic's config, consumer offsets and subscription groups from its
+    # master (SlaveSynchronize) before the switch.
+    client = RemotingClient()
+    try:
+        await commit_offset(client, m.addr, "g_switch_sync", "HaSwitch", 0, 7)
+        r = await call(client, m.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                       body=b'{"groupName":"g_only_on_master","retryMaxTimes":5}')
+        assert r.code == ResponseCode.SUCCESS, r.remark
+
+        async def synced() -> bool:
+            r = await call(client, s.addr, RequestCode.QUERY_CONSUMER_OFFSET,
+                           {"consumerGroup": "g_switch_sync", "topic": "HaSwitch", "queueId": "0"})
+            return r.code == ResponseCode.SUCCESS and (r.ext_fields or {}).get("offset") == "7"
+
+        assert await wait_for_async(synced, 30)
+        assert await wait_until(lambda: "Update slave topic config from master" in log_text(s), 20)
+        assert await wait_until(lambda: "Update slave Subscription Group from master" in log_text(s), 20)
+    finally:
+        await client.close()
     m.stop()
     s.stop()
     # Manual switch-over, as in 4.9: the slave's store started as brokerId 0.
@@ -427,6 +451,12 @@ async def test_slave_restarted_as_master_keeps_every_message(daemons: DaemonSet)
                 pulled += [x.body for x in msgs]
                 offset = msgs[-1].queue_offset + 1
         assert sorted(pulled) == sorted(b for _, b in sent)
+        # The copied offsets and groups are its own now.
+        r = await call(client, promoted.addr, RequestCode.QUERY_CONSUMER_OFFSET,
+                       {"consumerGroup": "g_switch_sync", "topic": "HaSwitch", "queueId": "0"})
+        assert (r.ext_fields or {}).get("offset") == "7"
+        r = await call(client, promoted.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        assert b"g_only_on_master" in (r.body or b"")
         # And it takes sends as the master now.
         r = await client.invoke(promoted.addr, send_request("HaSwitch", b"after the switch", queue_id=0), 5)
         assert r.code == ResponseCode.SUCCESS
