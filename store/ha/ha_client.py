@@ -164,5 +164,7 @@ class HAClient:
                 await writer.drain()
         finally:
             heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, OSError, ConnectionError):
-                await heartbeat
+            # asyncio.wait: this task's own cancellation (shutdown) still propagates.
+            await asyncio.wait([heartbeat])
+            if not heartbeat.cancelled():
+                heartbeat.exception()  # retrieved: a failed report already ended the connection

@@ -56,9 +56,10 @@ class HAConnection:
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.wait(tasks)
             for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+                if not task.cancelled():
+                    task.exception()  # retrieved (the first one was logged above)
             self.writer.close()
             with contextlib.suppress(OSError, ConnectionError):
                 await self.writer.wait_closed()
