@@ -33,6 +33,7 @@ from prometheus_client.registry import Collector
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.metrics import Buckets, HistogramSeries, MetricsHttpServer, RpcLatency, instrument_server
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.topic_validator import is_system_topic
 from rocketmq_py.remoting.version import version_desc
 
@@ -41,9 +42,8 @@ if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
 
 _SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
-_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
-_V1 = int(RequestCode.SEND_MESSAGE)
-_SUCCESS = int(ResponseCode.SUCCESS)
+_V2_TOPIC = SendMessageRequestHeaderV2.wire_key("topic")
+_V2_PROPERTIES = SendMessageRequestHeaderV2.wire_key("properties")
 _I32 = struct.Struct(">i")
 # BrokerMetricsManager's message-size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 MESSAGE_SIZE_BUCKETS = (1024.0, 4096.0, 524288.0, 1048576.0, 2097152.0, 4194304.0)
@@ -112,13 +112,13 @@ class BrokerMetricsCollector(Collector):
     # -- hooks, installed only when metrics are on -------------------------------------------
 
     def on_send(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is None or response.code != _SUCCESS or not request.body:
+        if response is None or response.code != ResponseCode.SUCCESS or not request.body:
             return
         ext = request.ext_fields or {}
-        if request.code == _V1:
+        if request.code == RequestCode.SEND_MESSAGE:
             topic, properties = ext.get("topic", ""), ext.get("properties", "")
         else:
-            topic, properties = ext.get("b", ""), ext.get("i", "")
+            topic, properties = ext.get(_V2_TOPIC, ""), ext.get(_V2_PROPERTIES, "")
         kind = message_type(properties) if properties and _MAYBE_TYPED.search(properties) else "normal"
         row = self._in_rows.get((topic, kind))
         if row is None:
@@ -126,7 +126,7 @@ class BrokerMetricsCollector(Collector):
             if row is None:
                 return
         body = request.body
-        count = count_records(body) if request.code == _BATCH else 1
+        count = count_records(body) if request.code == RequestCode.SEND_BATCH_MESSAGE else 1
         counts = row[0]
         counts[0] += count
         counts[1] += len(body)
@@ -153,7 +153,7 @@ class BrokerMetricsCollector(Collector):
                 self.pull_offsets.setdefault((topic, group), {})[int(ext.get("queueId", "0"))] = int(next_offset)
             except ValueError:
                 pass
-        if response.code != _SUCCESS or not response.body or is_retry_or_dlq(topic):
+        if response.code != ResponseCode.SUCCESS or not response.body or is_retry_or_dlq(topic):
             return
         key = (topic, group, _flag(is_system_topic(topic) or is_system_group(group)))
         counts = self.messages_out.get(key)

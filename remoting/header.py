@@ -120,6 +120,16 @@ class CommandHeader:
         return result
 
     @classmethod
+    def wire_key(cls, name: str) -> str:
+        """The extFields key of field ``name``: its ``wire`` declaration, else the name itself.
+        Code that reads or writes extFields without the typed header (the producer's and the
+        broker's plain sends) takes its keys from here, so the declaration stays the one source."""
+        for spec in cls._specs():
+            if spec.name == name:
+                return spec.key
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+    @classmethod
     def from_ext_fields(cls, ext: dict[str, str]) -> Self:
         return cls._codec()[0](cls, ext)  # type: ignore[no-any-return]
 

@@ -23,13 +23,15 @@ from rocketmq_py.remoting.acl import (
 )
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.protocol.broker import UpdateConsumerOffsetRequestHeader
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader
 from rocketmq_py.remoting.protocol.heartbeat import (
     GetConsumerListByGroupRequestHeader,
     HeartbeatData,
     UnregisterClientRequestHeader,
 )
 
+_V2_TOPIC = SendMessageRequestHeaderV2.wire_key("topic")
+_V2_GROUP = SendMessageRequestHeaderV2.wire_key("producerGroup")
 _CONTENT_SKIP = frozenset((SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
 
 
@@ -93,7 +95,7 @@ def _add_resources(res: PlainAccessResource, request: RemotingCommand, ext: dict
     if code == RequestCode.SEND_MESSAGE:
         _send(res, ext.get("topic"), ext.get("group"))
     elif code == RequestCode.SEND_MESSAGE_V2:
-        _send(res, ext.get("b"), ext.get("a"))
+        _send(res, ext.get(_V2_TOPIC), ext.get(_V2_GROUP))
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         res.add(_group(ext.get("group")), SUB)
     elif code == RequestCode.PULL_MESSAGE:
