@@ -125,7 +125,8 @@ class HAClient:
                 if heartbeat.done():
                     heartbeat.result()  # a failed report ends the connection
                 try:
-                    data = await asyncio.wait_for(reader.read(1 << 20), housekeeping)
+                    async with asyncio.timeout(housekeeping):  # no task per read, as wait_for makes
+                        data = await reader.read(1 << 20)
                 except TimeoutError:
                     log.warning("HAClient, housekeeping, found this connection[%s] expired, master not response "
                                 "some time, so close connection", self.master_address)

@@ -70,7 +70,8 @@ class HAConnection:
         reports = ReportReader()
         while True:
             try:
-                data = await asyncio.wait_for(self.reader.read(65536), cfg.haHousekeepingInterval / 1000)
+                async with asyncio.timeout(cfg.haHousekeepingInterval / 1000):  # no task per read
+                    data = await self.reader.read(65536)
             except TimeoutError:
                 log.warning("ha housekeeping, found this connection[%s] expired, silent for %d ms", self.client_addr,
                             cfg.haHousekeepingInterval)
@@ -118,6 +119,8 @@ class HAConnection:
         writer.write(encode_frame_header(self.next_transfer_from, 0))
         await writer.drain()
         while True:
+            # Cleared before the log is looked at: a wakeup from here on is not lost.
+            self._data.clear()
             at = self.next_transfer_from
             if at < store.get_max_phy_offset():
                 mf = queue.find_mapped_file_by_offset(at)
@@ -138,6 +141,9 @@ class HAConnection:
                 writer.write(encode_frame_header(at, 0))
                 await writer.drain()
                 last_write = time.monotonic()
-            self._data.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._data.wait(), IDLE_WAIT)
+            if not self._data.is_set():
+                # asyncio.timeout, not wait_for: no task per wait (a SYNC_MASTER wakes this
+                # for every send).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(IDLE_WAIT):
+                        await self._data.wait()
