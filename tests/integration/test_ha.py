@@ -264,7 +264,18 @@ async def test_slave_refuses_sends_and_serves_reads(daemons: DaemonSet) -> None:
         assert await wait_for_async(lambda: _at(s.addr, end), 20)
         r = await client.invoke(s.addr, pull_request("g_refuse", "HaRefuse", 0, 0, max_nums=32), 5)
         assert r.code == ResponseCode.SUCCESS
-        assert [x.body for x in decode_records(r.body or b"")] == [b for _, b in sent]
+        assert [x.body for x in decode_records(r.body or b"")][:len(sent)] == [b for _, b in sent]
+        # Queries and admin reads too: the slave indexed the keys from its own copy.
+        r = await client.invoke(m.addr, send_request("HaRefuse", b"keyed", keys="ha-key-1", queue_id=0), 5)
+        assert r.code == ResponseCode.SUCCESS
+        end = await max_phy_offset(m.addr)
+        assert await wait_for_async(lambda: _at(s.addr, end), 20)
+        query = {"topic": "HaRefuse", "key": "ha-key-1", "maxNum": "8", "beginTimestamp": "0",
+                 "endTimestamp": str(2**62)}
+        r = await call(client, s.addr, RequestCode.QUERY_MESSAGE, query)
+        assert r.code == ResponseCode.SUCCESS and [x.body for x in decode_records(r.body or b"")] == [b"keyed"]
+        r = await call(client, s.addr, RequestCode.GET_MAX_OFFSET, {"topic": "HaRefuse", "queueId": "0"})
+        assert (r.ext_fields or {}).get("offset") == str(len(sent) + 1)
     finally:
         await admin.shutdown()
         await client.close()
