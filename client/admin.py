@@ -297,7 +297,7 @@ class Admin:
 
     async def get_broker_cluster_acl_config(self, broker_addr: str) -> GetBrokerClusterAclConfigResponseBody:
         r = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
-        return GetBrokerClusterAclConfigResponseBody.decode(r.body)  # type: ignore[no-any-return]
+        return GetBrokerClusterAclConfigResponseBody.decode(r.body)
 
     async def create_subscription_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
         await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())

@@ -54,7 +54,8 @@ def encode_frame_head(cmd: RemotingCommand) -> bytes:
     """
     body = cmd.body
     if body is not None and body.__class__ is not bytes:
-        body = cmd.body = frame_body(body)
+        # the written view of a buffer body; commands read off the wire only ever hold bytes
+        body = cmd.body = frame_body(body)  # type: ignore[assignment]
     header = ENCODERS[cmd.serialize_type](cmd)
     hlen = len(header)
     if hlen > 0xFFFFFF:
@@ -119,7 +120,7 @@ class FrameDecoder:
                     raise FrameError(str(exc)) from None
                 if fend > bstart:
                     body = src[bstart:fend]
-                    cmd.body = body if src is data else bytes(body)
+                    cmd.body = body if isinstance(body, bytes) else bytes(body)
                 out.append(cmd)
                 pos = fend
         finally:

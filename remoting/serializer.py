@@ -68,7 +68,7 @@ def encode_json(cmd: RemotingCommand) -> bytes:
             ).encode()
 
 
-def decode_json(data: bytes) -> RemotingCommand:
+def decode_json(data: bytes | bytearray) -> RemotingCommand:
     try:
         text = data.decode()
         obj, end = _scan(text, 0)
@@ -133,7 +133,7 @@ def encode_rocketmq(cmd: RemotingCommand) -> bytes:
     return b"".join(parts)
 
 
-def decode_rocketmq(data: bytes) -> RemotingCommand:
+def decode_rocketmq(data: bytes | bytearray) -> RemotingCommand:
     n = len(data)
     if n < 21:
         raise HeaderDecodeError(f"ROCKETMQ header too short: {n} bytes (minimum 21)")
@@ -186,7 +186,7 @@ def encode_msgpack(cmd: RemotingCommand) -> bytes:
     return _packb((cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields))
 
 
-def decode_msgpack(data: bytes) -> RemotingCommand:
+def decode_msgpack(data: bytes | bytearray) -> RemotingCommand:
     try:
         # strict_map_key (the default) already refuses non-string map keys.
         code, language, version, opaque, flag, remark, ext = _unpackb(data, raw=False, use_list=False)
@@ -213,7 +213,7 @@ ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {
     SerializeType.ROCKETMQ: encode_rocketmq,
     SerializeType.MSGPACK: encode_msgpack,
 }
-DECODERS: dict[int, Callable[[bytes], RemotingCommand]] = {
+DECODERS: dict[int, Callable[[bytes | bytearray], RemotingCommand]] = {
     SerializeType.JSON: decode_json,
     SerializeType.ROCKETMQ: decode_rocketmq,
     SerializeType.MSGPACK: decode_msgpack,

@@ -18,7 +18,7 @@ import enum
 import json
 import types
 import typing
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
 
@@ -219,7 +219,7 @@ class JsonBody(BaseModel):
         return data if out is None else out
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str | None) -> Any:
+    def decode(cls, data: bytes | bytearray | memoryview | str | None) -> Self:
         if not data:
             raise ValueError(f"{cls.__name__} body is empty")
         return cls.model_validate(loads(data))
@@ -252,7 +252,7 @@ def _lenient_value(rule: _FieldRule, value: Any) -> Any:
             return stripped if stripped != value else value
         return value
     assert isinstance(kind, type)
-    members = list(kind)  # type: ignore[var-annotated]
+    members: list[enum.Enum] = list(kind)
     if isinstance(value, str):
         text = value.strip()
         if text.isdigit():
