@@ -32,7 +32,14 @@ from prometheus_client.registry import Collector
 
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.metrics import Buckets, HistogramSeries, MetricsHttpServer, RpcLatency, instrument_server
+from rocketmq_py.remoting.metrics import (
+    Buckets,
+    HistogramSeries,
+    MetricsHttpServer,
+    RequestObserver,
+    RpcLatency,
+    instrument_server,
+)
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.topic_validator import is_system_topic
 from rocketmq_py.remoting.version import version_desc
@@ -209,11 +216,11 @@ class BrokerMetricsCollector(Collector):
         yield _gauge("rocketmq_producer_connections", "Producer connections", node, producers.items(),
                      ["language", "version", "protocol_type"])
         consumers: dict[tuple[str, ...], int] = {}
-        for group, info in b.consumer_manager.consumer_table.items():
-            mode = "pull" if info.consume_type.value == "CONSUME_ACTIVELY" else "push"
-            for channel in info.channel_info_table.values():
-                key = (group, *_client(channel), mode, "remoting", _flag(is_system_group(group)))
-                consumers[key] = consumers.get(key, 0) + 1
+        for group, group_info in b.consumer_manager.consumer_table.items():
+            mode = "pull" if group_info.consume_type.value == "CONSUME_ACTIVELY" else "push"
+            for channel in group_info.channel_info_table.values():
+                consumer_key = (group, *_client(channel), mode, "remoting", _flag(is_system_group(group)))
+                consumers[consumer_key] = consumers.get(consumer_key, 0) + 1
         yield _gauge("rocketmq_consumer_connections", "Consumer connections", node, consumers.items(),
                      ["consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"])
 
@@ -313,7 +320,7 @@ class BrokerMetrics:
         self.collector = BrokerMetricsCollector(broker)
         self.registry.register(self.collector)
         ProcessCollector(registry=self.registry)
-        observers = {int(code): self.collector.on_send for code in _SEND_CODES}
+        observers: dict[int, RequestObserver] = {int(code): self.collector.on_send for code in _SEND_CODES}
         for server in (broker.remoting_server, broker.fast_server):
             instrument_server(server, self.collector.rpc_latency, observers)
         self._wrap_pull(broker)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import ssl
 from dataclasses import dataclass
+from typing import Any
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError
@@ -206,14 +207,15 @@ class Admin:
         raise last or MQClientError(f"The Consumer <{group}> <{client_id}> not online")
 
     async def examine_consumer_connection_info(self, group: str, broker_addr: str | None = None
-                                               ) -> dict:  # type: ignore[type-arg]
+                                               ) -> dict[str, Any]:
         """The group's connections as one broker sees them: ``broker_addr``, else the first
         master that knows the group online."""
         for addr in [broker_addr] if broker_addr else await self._cluster_masters(None):
             r = await self._call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group},
                                  ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
             if r.code == ResponseCode.SUCCESS and r.body:
-                return json.loads(r.body)
+                connection: dict[str, Any] = json.loads(r.body)
+                return connection
         raise MQClientError(f"the consumer group[{group}] is not online", ResponseCode.CONSUMER_NOT_ONLINE)
 
     # -- messages ---------------------------------------------------------------------------

@@ -467,11 +467,12 @@ class LitePullConsumer:
         try:
             route = await instance.update_topic_route(topic)
         except (NoRouteError, RemotingError) as exc:
-            route = instance.topic_route_table.get(topic)  # the cached route, as Java's table
-            log.warning("rebalance: %s%s", exc, "; using the cached route" if route else "")
-            if route is None:
+            cached = instance.topic_route_table.get(topic)  # the cached route, as Java's table
+            log.warning("rebalance: %s%s", exc, "; using the cached route" if cached else "")
+            if cached is None:
                 self._unrouted = True
                 return None
+            route = cached
         mq_all = sorted(MessageQueue(topic, qd.brokerName, q) for qd in route.queueDatas
                         if PermName.is_readable(qd.perm) for q in range(qd.readQueueNums))
         if not mq_all:

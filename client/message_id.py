@@ -84,7 +84,7 @@ def nearly_time_from_id(msg_id: str) -> int:
     ip_length = 16 if len(raw) == 28 else 4
     if len(raw) < ip_length + 10:
         return 0
-    span = struct.unpack_from(">I", raw, ip_length + 6)[0]
+    span: int = struct.unpack_from(">I", raw, ip_length + 6)[0]
     now = dt.datetime.now().astimezone()
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     start_ms = int(start.timestamp() * 1000)

@@ -72,9 +72,11 @@ RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SER
 _V2_QUEUE_ID, _V2_SYS_FLAG, _V2_BORN_TIMESTAMP, _V2_FLAG, _V2_PROPERTIES, _V2_RECONSUME_TIMES, _V2_BATCH, \
     _V2_MAX_RECONSUME_TIMES = map(SendMessageRequestHeaderV2.wire_key, (
         "queueId", "sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "batch", "maxReconsumeTimes"))
-_STATUS = {ResponseCode.SUCCESS: SendStatus.SEND_OK, ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-           ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-           ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE}
+_STATUS: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK, ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
 
 MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 

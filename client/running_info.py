@@ -44,7 +44,8 @@ def consume_status() -> dict[str, float | int]:
 def encode_running_info(properties: dict[str, str], subscriptions: list[bytes],
                         mq_table: dict[MessageQueue, dict[str, Any]], topics: list[str]) -> bytes:
     """fastjson's field order (alphabetical): mqTable, properties, statusTable, subscriptionSet."""
-    mq_part = encode_mq_keyed("mqTable", {tuple(mq): v for mq, v in sorted(mq_table.items())})[:-1]
+    keyed = {(mq.topic, mq.broker_name, mq.queue_id): v for mq, v in sorted(mq_table.items())}
+    mq_part = encode_mq_keyed("mqTable", keyed)[:-1]
     rest = (f',"properties":{json.dumps(properties, separators=(",", ":"))}'
             f',"statusTable":{json.dumps({t: consume_status() for t in sorted(topics)}, separators=(",", ":"))}'
             f',"subscriptionSet":[{",".join(s.decode() for s in subscriptions)}]}}')

@@ -97,7 +97,7 @@ class CommandHeader:
 
     @classmethod
     def _specs(cls) -> tuple[_Spec, ...]:
-        cached = cls.__dict__.get("_specs_cache")
+        cached: tuple[_Spec, ...] | None = cls.__dict__.get("_specs_cache")
         if cached is not None:
             return cached
         hints = typing.get_type_hints(cls, include_extras=True)

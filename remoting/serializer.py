@@ -178,7 +178,7 @@ def decode_rocketmq(data: bytes | bytearray) -> RemotingCommand:
 
 
 # --- msgpack (our own) --------------------------------------------------------------------
-_packb = msgpack.Packer(use_bin_type=True).pack
+_packb: Callable[[object], bytes] = msgpack.Packer(use_bin_type=True).pack
 _unpackb = msgpack.unpackb
 
 

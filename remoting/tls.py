@@ -123,7 +123,12 @@ async def sniff_tls(sock: socket.socket, timeout: float | None) -> bool | None:
     loop = asyncio.get_running_loop()
     readable = loop.create_future()
     fd = sock.fileno()
-    loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+
+    def on_readable() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(fd, on_readable)
     try:
         await asyncio.wait_for(readable, timeout)
     finally:

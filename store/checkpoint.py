@@ -30,7 +30,7 @@ class StoreCheckpoint:
         self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = _LAYOUT.unpack_from(self.mm)
 
     def min_timestamp(self, index_safe: bool = False) -> int:
-        lowest = min(self.physic_msg_timestamp, self.logics_msg_timestamp)
+        lowest: int = min(self.physic_msg_timestamp, self.logics_msg_timestamp)
         if index_safe:
             lowest = min(lowest, self.index_msg_timestamp)
         # Java backs off 3 s so records stored just before the checkpoint are re-checked too.

@@ -381,16 +381,19 @@ class CommitLog:
         max_body = self.config.maxMessageSize
         topics = self._topic_cache
         total = 0
+        encoded: list[bytes] = []  # each entry's topic field, for the second pass
         for entry in entries:
             topic = topics.get(entry[0]) or self._topic(entry[0])
             if topic is None or len(entry[2]) > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if len(entry[4]) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            encoded.append(topic)
             total += fixed + len(topic) + len(entry[2]) + len(entry[4])
-        first = offset = self._offset_for(total)
-        if offset is None:
+        found = self._offset_for(total)
+        if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        first = offset = found
         store_ts = int(time.time() * 1000)
         table = self.topic_queue_table
         # The run's next queue offsets, into the table once its records are in the log.
@@ -400,9 +403,8 @@ class CommitLog:
         units = []
         offsets = []
         queue_offsets = []
-        for topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared in entries:
-            # Cached by the first pass (or, past the cache's bound, made again).
-            topic = topics.get(topic_name) or self._topic(topic_name)
+        for (topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared), topic in zip(
+                entries, encoded, strict=True):
             if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
                 key = (topic_name, queue_id)
                 queue_offset = taken.get(key)
@@ -495,7 +497,8 @@ class CommitLog:
         if data is None or len(data) < 64:
             return -1
         born_v6 = struct.unpack_from(">i", data, 36)[0] & 0x10
-        return struct.unpack_from(">q", data, 56 + (12 if born_v6 else 0))[0]
+        store_timestamp: int = struct.unpack_from(">q", data, 56 + (12 if born_v6 else 0))[0]
+        return store_timestamp
 
     # -- recovery ---------------------------------------------------------------------------
 

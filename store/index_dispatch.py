@@ -149,7 +149,8 @@ class IndexDispatchProcess:
 
     def _get(self, pos: int) -> int:
         assert self._ctrl is not None
-        return _I64.unpack_from(self._ctrl, pos)[0]
+        value: int = _I64.unpack_from(self._ctrl, pos)[0]
+        return value
 
     @property
     def indexed_offset(self) -> int:

@@ -85,6 +85,14 @@ def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
 
 
 class IndexFile:
+    # the header's fields, as reload_header reads them
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+    index_count: int
+
     def __init__(self, path: str, hash_slot_num: int, index_num: int, readonly: bool = False) -> None:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
@@ -98,7 +106,7 @@ class IndexFile:
         # Named by creation time, not by offset, so it is mapped here rather than as a MappedFile.
         self.mm = self._map(create=not readonly)
         self.reload_header()
-        self._slots: array | None = None
+        self._slots: array[int] | None = None
         if self.is_write_full:
             # Only read by queries from now on, which map it for the query: a long history of
             # full files holds no descriptors (each mapping holds one before Python 3.13).
@@ -141,7 +149,7 @@ class IndexFile:
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
 
-    def _slot_values(self) -> array:
+    def _slot_values(self) -> array[int]:
         """The slot table, mirrored in native ints while this file is written: a lookup per key
         without unpacking. The writer is the only one changing slots, so the copy stays exact."""
         if self._slots is None:

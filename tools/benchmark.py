@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
@@ -72,7 +72,7 @@ class _Run:
         if self.count is not None and self.done >= self.count:
             self.stop.set()
 
-    async def report(self, recorder: LatencyRecorder, progress: Progress | None, task: int | None,
+    async def report(self, recorder: LatencyRecorder, progress: Progress | None, task: TaskID | None,
                      extra: Callable[[Window], str] | None = None) -> None:
         last = time.monotonic()
         while not self.stop.is_set():
@@ -91,7 +91,7 @@ class _Run:
                 self.stop.set()
 
 
-def _progress(console: Console, count: int | None, label: str) -> tuple[Progress | None, int | None]:
+def _progress(console: Console, count: int | None, label: str) -> tuple[Progress | None, TaskID | None]:
     if count is None:
         return None, None
     progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console,

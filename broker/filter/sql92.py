@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-Value = object  # None | bool | int | float | str: Java's null, Boolean, Integer/Long, Double, String
+Value = bool | int | float | str | None  # Java's null, Boolean, Integer/Long, Double, String
 Properties = Mapping[str, str]
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
@@ -199,7 +199,10 @@ def _cmp(a: object, b: object) -> int:
         # Double.compareTo: NaN is above everything and equal to itself.
         if math.isnan(a) or math.isnan(b):
             return (math.isnan(a)) - (math.isnan(b))
-    return (a > b) - (a < b)  # type: ignore[operator]
+    # _compare widened both to one Java type; mypy cannot see that and compares the unions
+    greater: bool = a > b  # type: ignore[operator]
+    less: bool = a < b  # type: ignore[operator]
+    return greater - less
 
 
 def _compare(lv: Value, rv: Value) -> int:

@@ -16,7 +16,6 @@ from rocketmq_py.broker.schedule_message_service import DelayLevelError
 from rocketmq_py.broker.topic_config_manager import (
     DLQ_NUMS_PER_GROUP,
     DLQ_PERM,
-    SCHEDULE_TOPIC,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
@@ -55,6 +54,7 @@ from rocketmq_py.remoting.protocol.topic import (
 )
 from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.commit_log import MAX_PROPERTIES_LENGTH, MessageExtBatch, MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.config import SCHEDULE_TOPIC
 from rocketmq_py.store.message_store import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -516,7 +516,7 @@ class SendMessageProcessor(RequestProcessor):
         tags_codes = self._raw_tags_codes
         tags_code = -1 if tags_per_entry else self._tags_code(find_raw_property(common, _RAW_TAGS))
         check_utf8 = not all_props.isascii()
-        stored_entries = []
+        stored_entries: list[tuple[int, bytes | memoryview, bytes, int]] = []
         for flag, data, props in entries:
             if check_utf8 and not props.isascii():
                 try:
@@ -541,9 +541,8 @@ class SendMessageProcessor(RequestProcessor):
                 else props + appended
             if tags_per_entry:
                 raw_tags = find_raw_property(stored, _RAW_TAGS)
-                tags_code = tags_codes.get(raw_tags)
-                if tags_code is None:
-                    tags_code = self._tags_code(raw_tags)
+                cached_code = tags_codes.get(raw_tags)
+                tags_code = self._tags_code(raw_tags) if cached_code is None else cached_code
             stored_entries.append((flag, data, stored, tags_code))
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)

@@ -3,6 +3,8 @@ clients, and the reset of its offsets to a time."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -26,15 +28,16 @@ async def group_list(request: Request) -> Response:
     return render(request, "consumers.html", groups=shown, show_all=show_all)
 
 
-async def _group_page(request: Request, group: str, **extra: object) -> Response:
+async def _group_page(request: Request, group: str, **extra: Any) -> Response:
     admin: Admin = request.app.state.admin
     stats = await admin.examine_consume_stats(group)
+    connection: dict[str, Any] | None = None
+    offline: str | None = None
     try:
         connection = await admin.examine_consumer_connection_info(group)
     except MQClientError as exc:
-        connection, offline = None, str(exc)
+        offline = str(exc)
     else:
-        offline = None
         # A topic the online group subscribes to but has committed nothing of yet: the broker
         # counts it from offset 0 when asked for it by name, so its whole backlog shows as lag.
         for topic in (connection.get("subscriptionTable") or {}):

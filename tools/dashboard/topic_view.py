@@ -3,6 +3,8 @@ groups and test-message form."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -46,7 +48,7 @@ async def create_topic(request: Request) -> Response:
     return RedirectResponse(request.url_for("topic", topic=topic).include_query_params(created="1"), 303)
 
 
-async def _topic_page(request: Request, topic: str, **extra: object) -> Response:
+async def _topic_page(request: Request, topic: str, **extra: Any) -> Response:
     admin = request.app.state.admin
     try:
         route = await admin.examine_topic_route_info(topic)

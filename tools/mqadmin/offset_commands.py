@@ -154,7 +154,7 @@ def get_consumer_config(
 ) -> None:
     async def job(admin: Admin) -> list[dict[str, object]]:
         info = await admin.examine_broker_cluster_info()
-        found = []
+        found: list[dict[str, object]] = []
         for broker_name, data in sorted(info.brokerAddrTable.items()):
             addrs = data.brokerAddrs
             addr = addrs.get(MASTER_ID) or next(iter(addrs.values()), None)

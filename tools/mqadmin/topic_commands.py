@@ -89,7 +89,7 @@ def topic_list(
             return [{"topic": t} for t in topics]
         info = await admin.examine_broker_cluster_info()
         cluster_of = {b: c for c, names in info.clusterAddrTable.items() for b in names}
-        rows = []
+        rows: list[dict[str, str]] = []
         for t in topics:
             if t.startswith(("%RETRY%", "%DLQ%")):  # as Java's topicList -c
                 continue
@@ -143,5 +143,5 @@ def topic_status(
     data = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "minOffset": s.min_offset,
              "maxOffset": s.max_offset, "lastUpdateTimestamp": s.last_update_timestamp} for mq, s in ordered]
     emit(as_json, data, ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"),
-         [(d["brokerName"], d["queueId"], d["minOffset"], d["maxOffset"], format_ts(d["lastUpdateTimestamp"]))
-          for d in data])
+         [(mq.broker_name, mq.queue_id, s.min_offset, s.max_offset, format_ts(s.last_update_timestamp))
+          for mq, s in ordered])
