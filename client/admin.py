@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError
@@ -69,7 +69,7 @@ class Admin:
         if instance is not None:
             await MQClientManager.release(instance)
 
-    async def __aenter__(self) -> Admin:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

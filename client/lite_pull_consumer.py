@@ -15,7 +15,7 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from rocketmq_py.client.allocate import (
     AllocateMessageQueueAveragely,
@@ -297,7 +297,7 @@ class LitePullConsumer:
             self._deadline = time.monotonic() + self.shutdown_timeout
         return self._deadline
 
-    async def __aenter__(self) -> LitePullConsumer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

@@ -17,7 +17,7 @@ import ssl
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import (
@@ -171,7 +171,7 @@ class Producer:
         if self._trace is not None:
             await self._trace.shutdown()
 
-    async def __aenter__(self) -> Producer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

@@ -17,7 +17,7 @@ async def wait_until(predicate: Callable[[], bool], timeout: float, interval: fl
     return True
 
 
-async def wait_for_async(predicate: Callable[[], Awaitable[bool]], timeout: float, interval: float = 0.1) -> bool:
+async def wait_for_async(predicate: Callable[[], Awaitable[object]], timeout: float, interval: float = 0.1) -> bool:
     """``wait_until`` for a condition that needs a request to check (a broker's offsets, a query)."""
     deadline = time.monotonic() + timeout
     while not await predicate():

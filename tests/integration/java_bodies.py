@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 
-def assert_fields(obj: dict[str, Any], fields: dict[str, type], optional: dict[str, type] | None = None) -> None:
+def assert_fields(obj: dict[str, Any], fields: Mapping[str, type], optional: Mapping[str, type] | None = None) -> None:
     """``obj`` has exactly ``fields`` (plus any of ``optional``), each of its JSON type."""
     optional = optional or {}
     assert set(fields) <= set(obj) <= set(fields) | set(optional), sorted(obj)

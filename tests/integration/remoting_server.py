@@ -63,7 +63,7 @@ async def main() -> None:
     server.register_processor(GET_COUNT, get_count)
     server.register_processor(ASK_CLIENT, ask_client)
     server.register_processor(CLOSE_ME, close_me)
-    assert ResponseCode.SUCCESS == 0
+    assert int(ResponseCode.SUCCESS) == 0
     await server.start()
     print(f"LISTENING {server.port}", flush=True)
     await asyncio.sleep(600)  # bounded life: the test stops it by PID long before

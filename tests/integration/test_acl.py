@@ -19,7 +19,6 @@ from rocketmq_py.broker.acl.plain_access_validator import REMARK_PREFIX
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.client import Admin, LitePullConsumer, Message, MQClientError, Producer, SessionCredentials
-from rocketmq_py.client.lite_pull_consumer import ConsumeFromWhere
 from rocketmq_py.client.sync import BlockingProducer
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
@@ -28,6 +27,7 @@ from rocketmq_py.remoting.acl import ACCESS_KEY, AclClientRPCHook
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
+from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
 from tests.integration.cli import run_cli

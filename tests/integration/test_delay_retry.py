@@ -97,10 +97,10 @@ async def test_levels_one_to_four_arrive_on_time(cluster: tuple[Daemon, Daemon])
         assert m.store_timestamp - m.born_timestamp >= level * 1000
     client = RemotingClient()
     try:
-        r = await call(client, cluster[1].addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        offsets = await call(client, cluster[1].addr, RequestCode.GET_ALL_DELAY_OFFSET)
     finally:
         await client.close()
-    assert json.loads(r.body or b"{}")["offsetTable"] == {"1": 3, "2": 3, "3": 3, "4": 3}
+    assert json.loads(offsets.body or b"{}")["offsetTable"] == {"1": 3, "2": 3, "3": 3, "4": 3}
 
 
 async def test_a_committed_half_message_with_a_delay_level_waits(cluster: tuple[Daemon, Daemon],

@@ -30,6 +30,7 @@ address service of ``onsAddr``), and refuses any connection beyond the loopback 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 import zlib
@@ -118,6 +119,10 @@ async def test_sync_sends_and_pull_to_no_new_msg(cluster: Cluster, scripts: Scri
                                                                      if m["tags"] == "TagA")
 
 
+def _received_at_least(consumer: NodeScript, n: int) -> bool:
+    return len(received(consumer)) >= n
+
+
 def received(consumer: NodeScript, action: str | None = None) -> list[Event]:
     return [e for e in consumer.of("received") if action is None or e["action"] == action]
 
@@ -157,7 +162,7 @@ async def test_push_broadcasting_with_tag_filter(cluster: Cluster, scripts: Scri
     members = [await scripts.consumer(group, topic, subExpression="TagA", broadcast=True) for _ in range(2)]
     wanted = sorted(m["keys"][0] for m in messages if m["tags"] == "TagA")
     for c in members:
-        await c.wait_for(lambda c=c: len(received(c)) >= len(wanted), 20)
+        await c.wait_for(functools.partial(_received_at_least, c, len(wanted)), 20)
     for c in members:
         assert await c.stop() == 0, c.report()
         assert sorted(by_key(received(c))) == wanted

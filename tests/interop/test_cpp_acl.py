@@ -8,6 +8,7 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -82,7 +83,7 @@ def _create_topic(cluster: Cluster, topic: str) -> None:
 
 
 def _produce(cpp: CppClients, names: Names, specs: list[dict[str, str]], credentials: list[str] | None
-             ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     lines = cpp.start("produce", topic=names.topic, group=names.producer_group, mode="sync", messages=specs,
                       credentials=credentials, report_failures=True, timeout_ms=3000).finish(120)
     return [x for x in lines if x["kind"] == "sent"], [x for x in lines if x["kind"] == "failed"]

@@ -171,7 +171,7 @@ def test_two_consumers_of_one_group_split_the_queues_without_duplicates(cpp: Cpp
     second.stop()
     got = first.messages() + second.messages()
     counts = Counter(bodies(got))
-    assert sorted(counts) == sorted(s["body"] for s in specs)
+    assert sorted(counts) == sorted(str(s["body"]) for s in specs)
     assert max(counts.values()) == 1, [b for b, n in counts.items() if n > 1]
     by_instance = {"c1": first, "c2": second}
     queues_seen = {name: {m["queue_id"] for m in p.messages()} for name, p in by_instance.items()}
@@ -193,7 +193,7 @@ def test_orderly_consumer_holds_broker_locks_and_keeps_queue_order(cpp: CppClien
     consumer.stop()
     assert refused == set()
     got = consumer.messages()
-    assert sorted(bodies(got)) == sorted(s["body"] for s in specs)
+    assert sorted(bodies(got)) == sorted(str(s["body"]) for s in specs)
     for k in range(QUEUES):
         steps = [m["body"] for m in got if m["body"].startswith(f"o{k}-")]
         assert steps == [f"o{k}-{s}" for s in range(6)]

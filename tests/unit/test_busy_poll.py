@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -72,5 +73,5 @@ async def test_one_poller_per_loop_and_none_when_off_or_on_one_cpu(monkeypatch: 
     first = busy_poller(100)
     assert first is not None and busy_poller(300) is first and first.max == pytest.approx(300e-6)
     assert busy_poller(0) is None
-    monkeypatch.setattr(busy_poll.os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert busy_poller(200) is None, "with one CPU the peer could not run while this process polled"

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from rocketmq_py.remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
 
-_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40)
+_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=40)
 _int32 = st.integers(-(2**31), 2**31 - 1)
 _int16 = st.integers(-(2**15), 2**15 - 1)
 

@@ -69,8 +69,12 @@ def test_booleans_are_true_only_for_true_in_any_case(text: str) -> None:
 def _headers() -> list[type[CommandHeader]]:
     protocol = rocketmq_py.remoting.protocol
     modules = (protocol.broker, protocol.namesrv, protocol.transaction, protocol.heartbeat)
-    return [cls for module in modules for _, cls in inspect.getmembers(module, inspect.isclass)
-            if issubclass(cls, CommandHeader) and cls is not CommandHeader and dataclasses.is_dataclass(cls)]
+    found: list[type[CommandHeader]] = []
+    for module in modules:
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, CommandHeader) and cls is not CommandHeader and dataclasses.is_dataclass(cls):
+                found.append(cls)
+    return found
 
 
 def _good(cls: type[CommandHeader]) -> dict[str, str]:

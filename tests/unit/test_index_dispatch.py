@@ -10,6 +10,7 @@ import signal
 import sys
 import textwrap
 import time
+from typing import Any
 
 from rocketmq_py.remoting.protocol.message import decode_record
 from rocketmq_py.store.index_dispatch import read_indexed_offset, wait_for_previous_child
@@ -65,7 +66,7 @@ async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> No
 
 
 async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
-    answers = []
+    answers: list[Any] = []  # per run: the bodies found by key, then the count of index files
     for mode in (True, False):
         s = await _started(os.path.join(str(tmp_path), str(mode)), messageIndexInChildProcess=mode)
         try:

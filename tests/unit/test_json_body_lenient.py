@@ -33,7 +33,9 @@ JAVA_ORDER: dict[type[Enum], list[str]] = {
                        "CONSUME_FROM_TIMESTAMP"],
     TopicFilterType: ["SINGLE_TAG", "MULTI_TAG"],
 }
-FIELD_OF = {ConsumeType: "consumeType", MessageModel: "messageModel", ConsumeFromWhere: "consumeFromWhere"}
+FIELD_OF: dict[type[Enum], str] = {
+    ConsumeType: "consumeType", MessageModel: "messageModel", ConsumeFromWhere: "consumeFromWhere",
+}
 
 # What the C++ client 1.2.3 writes (jsoncpp's FastWriter): enums as ordinals, subVersion as a
 # string, codeSet as atoi(tag) (so zeros), no expressionType/classFilterMode/unitMode, and a

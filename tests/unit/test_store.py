@@ -8,6 +8,7 @@ import os
 import socket
 import struct
 import zlib
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatu
 from tests.store_helpers import STORE_HOST, batch, message, small_config
 
 
-def independent_decode(buf: bytes) -> dict[str, object]:
+def independent_decode(buf: bytes) -> dict[str, Any]:
     """A decoder written from docs/store-formats.md#message-record, sharing no code with the store."""
     total, magic, crc, qid, flag, qoff, phys, sysflag, born_ts = struct.unpack_from(">iiiiiqqiq", buf, 0)
     p = 48
@@ -107,14 +108,15 @@ async def test_batch_with_an_oversize_entry_changes_nothing(store: DefaultMessag
 async def test_batches_fill_consume_queue_files_across_their_ends(store: DefaultMessageStore) -> None:
     """A batch is written to the ConsumeQueue in one go; one that would cross the end of a
     50-unit file goes unit by unit. Every unit must match its record."""
-    sent = []
+    sent: list[tuple[bytes, str]] = []
     for n in range(20):
         tags = "TagA" if n % 2 else "TagB"
         bodies = [f"{n}-{k}".encode() for k in range(7)]
         assert (await store.put_messages(batch("CQBatch", bodies, tags=tags))).status == PutMessageStatus.PUT_OK
         sent.extend((body, f"TAGS\x01{tags}") for body in bodies)
     assert len(store.find_consume_queue("CQBatch", 0).queue.files) == 3
-    got, offset = [], 0
+    got: list[dict[str, Any]] = []
+    offset = 0
     while (result := store.get_message("g", "CQBatch", 0, offset, 32)).status == GetMessageStatus.FOUND:
         got.extend(independent_decode(b) for b in result.buffers)
         offset = result.next_begin_offset
@@ -141,7 +143,7 @@ async def test_rolling_files_and_reads_across_them(store: DefaultMessageStore) -
                 break
             assert magic == MESSAGE_MAGIC_CODE
             pos += total
-    read = []
+    read: list[tuple[int, bytes]] = []
     for qid in range(3):
         offset = 0
         while True:

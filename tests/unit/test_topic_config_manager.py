@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rocketmq_py.broker.topic_config_manager import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    SCHEDULE_TOPIC,
     TopicConfigManager,
     validate_topic,
 )
 from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig, retry_topic
+from rocketmq_py.store.config import SCHEDULE_TOPIC
 
 
 def test_system_topics_exist_at_start(tmp_path: str) -> None:
