@@ -12,6 +12,7 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
+from rocketmq_py.broker.processors.send_plain import plain_properties, store_plain_sends
 from rocketmq_py.broker.schedule_message_service import DelayLevelError
 from rocketmq_py.broker.topic_config_manager import (
     DLQ_NUMS_PER_GROUP,
@@ -24,9 +25,13 @@ from rocketmq_py.broker.topic_config_manager import (
 from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
-from rocketmq_py.remoting.header import INT32_MAX, INT64_MAX, parse_int, shown
+from rocketmq_py.remoting.header import parse_int, shown
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
-from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_py.remoting.protocol.broker import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    send_response_fields,
+)
 from rocketmq_py.remoting.protocol.message import (
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
@@ -53,7 +58,7 @@ from rocketmq_py.remoting.protocol.topic import (
     dlq_topic,
 )
 from rocketmq_py.remoting.server import RemotingServer
-from rocketmq_py.store.commit_log import MAX_PROPERTIES_LENGTH, MessageExtBatch, MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from rocketmq_py.store.config import SCHEDULE_TOPIC
 from rocketmq_py.store.message_store import PutMessageResult, PutMessageStatus
 
@@ -67,11 +72,6 @@ _RAW_DELAY = raw_property_prefix(MessageConst.DELAY_TIME_LEVEL)
 _RAW_TRANSACTION = raw_property_prefix(MessageConst.TRANSACTION_PREPARED)
 _RAW_CLUSTER = raw_property_prefix(MessageConst.CLUSTER)
 _RAW_TAGS = raw_property_prefix(MessageConst.TAGS)
-_TAGS = MessageConst.TAGS
-_WAIT_ENTRY = MessageConst.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
-# Names a plain single send's properties never hold: each sends it down the parsed path.
-_PARSED_NAMES = tuple(name + NAME_VALUE_SEPARATOR for name in (
-    MessageConst.DELAY_TIME_LEVEL, MessageConst.TRANSACTION_PREPARED, MessageConst.CLUSTER))
 
 # Clients may not send to the broker's internal topics (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
@@ -97,48 +97,12 @@ _STATUS_TO_CODE = {
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
 
-
-_PUT_OK = PutMessageStatus.PUT_OK
-# Enum members read from their classes cost 0.1 µs each, and every send reads these.
-_SUCCESS = ResponseCode.SUCCESS
-_SEND_MESSAGE = RequestCode.SEND_MESSAGE
-_SEND_MESSAGE_V2 = RequestCode.SEND_MESSAGE_V2
-_PERM_WRITE = PermName.PERM_WRITE
-_SEND_BATCH_MESSAGE = RequestCode.SEND_BATCH_MESSAGE
-_MULTI_TAG = TopicFilterType.MULTI_TAG
 # Delay levels apply to plain and committed messages; a half message waits for its outcome first.
 _DELAYABLE = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _READ_V1 = SendMessageRequestHeader.decoder()
 _READ_V2 = SendMessageRequestHeaderV2.decoder()
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
-
-
-def _plain_properties(text: str, cluster: tuple[str, str, str]) -> tuple[str, bool] | None:
-    """What a plain message's properties are stored as -- as sent, less WAIT, plus CLUSTER --
-    and its WAIT, by string operations alone; None when they must be parsed: a delay, a
-    transaction or a CLUSTER of its own is named (maybe only inside a value: then parsing
-    decides), or WAIT is named twice or unusually. Parsing into a dict and joining back was a
-    tenth of the broker's cost of a send."""
-    for name in _PARSED_NAMES:
-        if name in text:
-            return None
-    wait = True
-    i = text.find(_WAIT_ENTRY)
-    if i >= 0:
-        if i and text[i - 1] != PROPERTY_SEPARATOR:
-            return None
-        j = text.find(PROPERTY_SEPARATOR, i)
-        if j < 0:
-            wait = text[i + len(_WAIT_ENTRY):] != "false"
-            text = text[:i - 1] if i else ""
-        else:
-            wait = text[i + len(_WAIT_ENTRY):j] != "false"
-            text = text[:i] + text[j + 1:]
-        if _WAIT_ENTRY in text:
-            return None
-    _, after_separator, alone = cluster
-    return (text + after_separator if text and not text.endswith(PROPERTY_SEPARATOR) else text + alone), wait
 
 
 def _parse_host(addr: str) -> tuple[str, int]:
@@ -151,20 +115,20 @@ class SendMessageProcessor(RequestProcessor):
         self.broker = broker
         # Names that passed validate_topic and are not internal: a name's validity never changes,
         # and the check costs more than the rest of the send's checks together.
-        self._valid_topic_names: set[str] = set()
-        self._born_hosts: dict[str, tuple[str, int]] = {}
+        self.valid_topic_names: set[str] = set()
+        self.born_hosts: dict[str, tuple[str, int]] = {}
         # A batch's entries mostly repeat a few tags: their codes by the tags' raw bytes.
         self._raw_tags_codes: dict[bytes, int] = {}
         # The cluster name, and CLUSTER as a stored message's last property: after a separator,
         # and alone (after properties that end with one, or none).
-        self._cluster = ("", "", "")
+        self.cluster = ("", "", "")
 
-    def _cluster_entries(self, name: str) -> tuple[str, str, str]:
-        """``_cluster`` for the current cluster name (UPDATE_BROKER_CONFIG may change it)."""
-        entries = self._cluster
+    def cluster_entries(self, name: str) -> tuple[str, str, str]:
+        """``cluster`` for the current cluster name (UPDATE_BROKER_CONFIG may change it)."""
+        entries = self.cluster
         if entries[0] != name:
             entry = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{name}"
-            entries = self._cluster = (name, PROPERTY_SEPARATOR + entry, entry)
+            entries = self.cluster = (name, PROPERTY_SEPARATOR + entry, entry)
         return entries
 
     def register(self, server: RemotingServer) -> None:
@@ -173,139 +137,31 @@ class SendMessageProcessor(RequestProcessor):
 
     def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         """The answer itself when it is ready at once (ASYNC_FLUSH, most sends), or a coroutine
-        that waits for the flush."""
-        if request.code == _SEND_MESSAGE_V2:
-            plain = self.process_requests(conn, [request])
-            if plain:
-                return plain[0]
+        that waits for the flush. A plain send takes the fast path; anything else, this one."""
+        plain = self.process_requests(conn, [request])  # [] unless a plain V2 send
+        if plain:
+            return plain[0]
         ext = request.ext_fields or {}
-        header = _READ_V1(ext) if request.code == _SEND_MESSAGE else _READ_V2(ext)
+        header = _READ_V1(ext) if request.code == RequestCode.SEND_MESSAGE else _READ_V2(ext)
         checked = self._msg_check(conn, request, header)
         if isinstance(checked, RemotingCommand):
             return checked
         topic_config = checked
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(max(1, topic_config.writeQueueNums))
-        if request.code == _SEND_BATCH_MESSAGE or header.batch:
+        if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
             return self._send_batch(conn, request, header, topic_config, queue_id)
         return self._send_single(conn, request, header, topic_config, queue_id)
 
     def process_requests(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> list[ProcessorResult]:
-        """The leading plain sends of ``requests`` -- each one plain message, V2, to a known
-        writable topic and a valid queue -- stored in one ``append_run``, with their answers.
+        """The leading plain sends of ``requests``, stored in one run, with their answers
+        (send_plain.py, the fast path this processor's full path is the reference for)."""
+        return store_plain_sends(self, conn, requests)
 
-        Read straight from the header fields: building the typed header cost a tenth of the
-        broker's time per send. The first send that is anything else ends the run, including
-        every malformed header: the full path then checks it and answers what is wrong with it.
-        So the checks here only choose the path; the full path owns every error remark."""
-        broker = self.broker
-        cfg = broker.broker_config
-        if not cfg.brokerPermission & _PERM_WRITE:
-            return []
-        cluster = self._cluster
-        if cluster[0] != cfg.brokerClusterName:
-            cluster = self._cluster_entries(cfg.brokerClusterName)
-        store = broker.message_store
-        max_body = store.config.maxMessageSize
-        topics = broker.topic_config_manager.table
-        valid_topics = self._valid_topic_names
-        entries: list[RunEntry] = []
-        waits: list[bool] = []
-        last_topic = None
-        queue_limit = multi_tags = 0
-        for request in requests:
-            ext = request.ext_fields
-            if request.code != _SEND_MESSAGE_V2 or ext is None:
-                break
-            topic = ext.get("b", "")
-            if topic != last_topic:
-                config = topics.get(topic)
-                # A retry topic's send may go to the DLQ.
-                if (config is None or topic not in valid_topics or not config.perm & _PERM_WRITE
-                        or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
-                    break
-                last_topic = topic
-                queue_limit = max(config.readQueueNums, config.writeQueueNums)
-                multi_tags = MULTI_TAGS_FLAG if config.topicFilterType == _MULTI_TAG else 0
-            batch = ext.get("m")
-            # A max reconsume times ("l") comes only with retry topics (Java's and our SDK's
-            # producers send reconsume times, "j", with every send: 0).
-            if (batch is not None and batch != "false") or "l" in ext or "a" not in ext or "c" not in ext:
-                break
-            plain = _plain_properties(ext.get("i") or "", cluster)
-            if plain is None:
-                break
-            try:
-                # Plain digits only, each within its Java type: int() also takes a sign, spaces
-                # and "_", and any size, where Java's parseInt/parseLong refuse some of those and
-                # the store's record cannot hold the rest. Anything else is the typed header's
-                # to read (a negative queue id or flag is legal there) or to refuse.
-                raw_queues, raw_queue_id, raw_sys_flag, raw_born, raw_flag = \
-                    ext["d"], ext["e"], ext["f"], ext["g"], ext["h"]
-                raw_reconsume = ext.get("j", "0")
-                if not (raw_queues.isdigit() and raw_queue_id.isdigit() and raw_sys_flag.isdigit()
-                        and raw_born.isdigit() and raw_flag.isdigit() and raw_reconsume.isdigit()):
-                    break
-                # defaultTopicQueueNums is unused here, but the typed header requires it.
-                queues = int(raw_queues)
-                queue_id = int(raw_queue_id)
-                sys_flag = int(raw_sys_flag)
-                born_timestamp = int(raw_born)
-                flag = int(raw_flag)
-                reconsume_times = int(raw_reconsume)
-            except (KeyError, ValueError):  # a missing field, or a digit int() does not read ("²")
-                break
-            if (queues > INT32_MAX or sys_flag > INT32_MAX or flag > INT32_MAX or reconsume_times > INT32_MAX
-                    or born_timestamp > INT64_MAX):
-                break
-            properties, wait = plain
-            body = request.body or b""
-            raw_properties = properties.encode()
-            if (not 0 <= queue_id < queue_limit or len(body) > max_body
-                    or len(raw_properties) > MAX_PROPERTIES_LENGTH):
-                break
-            entries.append((topic, queue_id, body, flag, raw_properties,
-                            tags_string_to_tags_code(find_property(properties, _TAGS)), sys_flag | multi_tags,
-                            born_timestamp, reconsume_times, 0))
-            waits.append(wait)
-        if not entries:
-            return []
-        born_host = self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr)
-        if len(entries) == 1:
-            # A lone send (one in flight) is stored by the single put's own record builder,
-            # which is 1.4 µs cheaper than a run of one.
-            topic, queue_id, body, flag, raw_properties, tags_code, sys_flag, born_timestamp, reconsume_times, _ = \
-                entries[0]
-            result = store.append_message(MessageExtBrokerInner(
-                topic, body, queue_id, flag, raw_properties.decode(), tags_code, sys_flag, born_timestamp, born_host,
-                broker.store_host, reconsume_times))
-        else:
-            result = store.append_run(entries, born_host, broker.store_host)
-        append = result.append_result
-        if result.status is not _PUT_OK or append is None:
-            # Nothing was stored. A run is refused whole (one too large for a file, a full disk):
-            # its sends are then stored one by one, and each answered for itself.
-            return [] if len(entries) > 1 else [self._response(requests[0], result, entries[0][1])]
-        stats = broker.stats
-        stats.put_messages += append.msg_num
-        stats.put_bytes += append.wrote_bytes
-        region, trace = cfg.regionId, "true" if cfg.traceOn else "false"
-        host = append.host_hex
-        synced_to = append.wrote_offset + append.wrote_bytes if store.sync_put else 0
-        answers: list[ProcessorResult] = []
-        for request, entry, offset, queue_offset, wait in zip(requests, entries, append.offsets,
-                                                               append.queue_offsets, waits, strict=False):
-            # SendMessageResponseHeader's fields, written directly: this runs for every send.
-            response = request.response(_SUCCESS, None, {
-                "MSG_REGION": region, "TRACE_ON": trace, "msgId": f"{host}{offset:016X}",
-                "queueId": str(entry[1]), "queueOffset": str(queue_offset)})
-            answers.append(self._flushed(response, synced_to) if synced_to and wait else response)
-        return answers
-
-    async def _flushed(self, response: RemotingCommand, offset: int) -> RemotingCommand:
+    async def flushed(self, response: RemotingCommand, offset: int) -> RemotingCommand:
         """A stored send's answer once the log is flushed (SYNC_FLUSH) and on the slave
         (SYNC_MASTER) to ``offset``, or the code saying which did not happen."""
         status = await self.broker.message_store.stored_to(offset)
-        if status is not _PUT_OK:
+        if status is not PutMessageStatus.PUT_OK:
             response.code = _STATUS_TO_CODE[status][0]
         return response
 
@@ -316,15 +172,15 @@ class SendMessageProcessor(RequestProcessor):
         if not cfg.brokerPermission & PermName.PERM_WRITE:
             return request.response(ResponseCode.NO_PERMISSION,
                                     f"the broker[{cfg.brokerIP1}] sending message is forbidden")
-        if header.topic not in self._valid_topic_names:
+        if header.topic not in self.valid_topic_names:
             problem = validate_topic(header.topic)
             if problem:
                 return request.response(ResponseCode.SYSTEM_ERROR, problem)
             if header.topic in NOT_ALLOWED_SEND_TOPICS:
                 return request.response(ResponseCode.NO_PERMISSION,
                                         f"Sending message to topic[{header.topic}] is forbidden.")
-            if len(self._valid_topic_names) < 65536:
-                self._valid_topic_names.add(header.topic)
+            if len(self.valid_topic_names) < 65536:
+                self.valid_topic_names.add(header.topic)
         topics = broker.topic_config_manager
         topic_config = topics.select_topic_config(header.topic)
         if topic_config is None:
@@ -351,26 +207,26 @@ class SendMessageProcessor(RequestProcessor):
     def _inner(self, conn: RemotingConnection, topic: str, queue_id: int, body: bytes, flag: int, properties: str,
                sys_flag: int, born_timestamp: int, reconsume_times: int,
                topic_config: TopicConfig) -> MessageExtBrokerInner:
-        if topic_config.topicFilterType == _MULTI_TAG:
+        if topic_config.topicFilterType == TopicFilterType.MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
-        # Positionally, in the dataclass's field order: keywords cost twice as much, every send.
         return MessageExtBrokerInner(
-            topic, body, queue_id, flag, properties, tags_string_to_tags_code(find_property(properties, _TAGS)),
-            sys_flag, born_timestamp, self._born_hosts.get(conn.remote_addr) or self._born_host(conn.remote_addr),
-            self.broker.store_host, reconsume_times)
+            topic=topic, body=body, queue_id=queue_id, flag=flag, properties_string=properties,
+            tags_code=tags_string_to_tags_code(find_property(properties, MessageConst.TAGS)), sys_flag=sys_flag,
+            born_timestamp=born_timestamp, born_host=self.born_host(conn.remote_addr),
+            store_host=self.broker.store_host, reconsume_times=reconsume_times)
 
-    def _born_host(self, addr: str) -> tuple[str, int]:
-        host = self._born_hosts.get(addr)
+    def born_host(self, addr: str) -> tuple[str, int]:
+        host = self.born_hosts.get(addr)
         if host is None:
-            if len(self._born_hosts) >= 65536:
-                self._born_hosts.clear()
-            host = self._born_hosts[addr] = _parse_host(addr)
+            if len(self.born_hosts) >= 65536:
+                self.born_hosts.clear()
+            host = self.born_hosts[addr] = _parse_host(addr)
         return host
 
     def _send_single(self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader,
                      topic_config: TopicConfig, queue_id: int) -> ProcessorResult:
-        plain = None if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else _plain_properties(
-            header.properties or "", self._cluster_entries(self.broker.broker_config.brokerClusterName))
+        plain = None if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else plain_properties(
+            header.properties or "", self.cluster_entries(self.broker.broker_config.brokerClusterName))
         if plain is None:
             return self._send_single_parsed(conn, request, header, topic_config, queue_id)
         properties, wait = plain
@@ -416,11 +272,11 @@ class SendMessageProcessor(RequestProcessor):
         result = store.append_message(inner)
         if wait and store.sync_put:
             return self._synced_response(request, result, queue_id)
-        return self._response(request, result, queue_id)
+        return self.response(request, result, queue_id)
 
     async def _synced_response(self, request: RemotingCommand, result: PutMessageResult,
                                queue_id: int) -> RemotingCommand:
-        return self._response(request, await self.broker.message_store.synced(result), queue_id)
+        return self.response(request, await self.broker.message_store.synced(result), queue_id)
 
     def _park_delayed(self, request: RemotingCommand, props: dict[str, str], topic: str,
                       queue_id: int) -> tuple[str, int] | RemotingCommand:
@@ -472,7 +328,7 @@ class SendMessageProcessor(RequestProcessor):
         result = store.append_messages(batch)
         if store.sync_put:
             return self._synced_response(request, result, queue_id)
-        return self._response(request, result, queue_id)
+        return self.response(request, result, queue_id)
 
     def _batch(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int, body: bytes,
                topic_config: TopicConfig) -> MessageExtBatch:
@@ -546,9 +402,9 @@ class SendMessageProcessor(RequestProcessor):
             stored_entries.append((flag, data, stored, tags_code))
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)
-        return MessageExtBatch(header.topic, queue_id, stored_entries, sys_flag, header.bornTimestamp,
-                               self._born_host(conn.remote_addr), self.broker.store_host,
-                               header.reconsumeTimes or 0)
+        return MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=stored_entries, sys_flag=sys_flag,
+                               born_timestamp=header.bornTimestamp, born_host=self.born_host(conn.remote_addr),
+                               store_host=self.broker.store_host, reconsume_times=header.reconsumeTimes or 0)
 
     def _tags_code(self, raw_tags: bytes) -> int:
         code = tags_string_to_tags_code(raw_tags.decode()) if raw_tags else 0
@@ -557,22 +413,20 @@ class SendMessageProcessor(RequestProcessor):
         self._raw_tags_codes[raw_tags] = code
         return code
 
-    def _response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
-        # The common case without hashing the Enum (its __hash__ is Python code).
-        code, remark = (_SUCCESS, None) if result.status is _PUT_OK else _STATUS_TO_CODE[result.status]
+    def response(self, request: RemotingCommand, result: PutMessageResult, queue_id: int) -> RemotingCommand:
+        """A put's answer: RocketMQ's code for its status, and for a stored message its id,
+        queue and queue offset; the broker's put statistics counted."""
+        code, remark = _STATUS_TO_CODE[result.status]
         cfg = self.broker.broker_config
-        ext = {"MSG_REGION": cfg.regionId, "TRACE_ON": "true" if cfg.traceOn else "false"}
         append = result.append_result
+        stats = self.broker.stats
         if code in _STORED_CODES and append is not None:
-            stats = self.broker.stats
             stats.put_messages += append.msg_num
             stats.put_bytes += append.wrote_bytes
-            # SendMessageResponseHeader's fields, written directly: this runs for every send.
-            ext["msgId"] = append.msg_id
-            ext["queueId"] = str(queue_id)
-            ext["queueOffset"] = str(append.logics_offset)
+            fields = send_response_fields(cfg.regionId, cfg.traceOn, append.msg_id, queue_id, append.logics_offset)
         else:
-            self.broker.stats.put_failed_times += 1
+            stats.put_failed_times += 1
             if result.remark:
                 remark = f"{remark or result.status.value} ({result.remark})"
-        return request.response(code, remark, ext)
+            fields = send_response_fields(cfg.regionId, cfg.traceOn)
+        return request.response(code, remark, fields)

@@ -115,3 +115,16 @@ def test_a_remark_quotes_a_long_value_cut() -> None:
         rocketmq_py.remoting.protocol.broker.ViewMessageRequestHeader.from_ext_fields(ext)
     assert "<offset>" in str(refused.value) and "(100000 characters)" in str(refused.value)
     assert len(str(refused.value)) < 200
+
+
+def test_wire_keys_are_the_declared_ones() -> None:
+    """The keys code reads and writes without a typed header (the producer's and the broker's
+    plain sends) come from the declarations: V2's single letters, V1's field names."""
+    v1 = rocketmq_py.remoting.protocol.broker.SendMessageRequestHeader
+    v2 = rocketmq_py.remoting.protocol.broker.SendMessageRequestHeaderV2
+    keys = [v2.wire_key(f.name) for f in dataclasses.fields(v2)]
+    assert keys == [f.metadata["wire"] for f in dataclasses.fields(v2)]
+    assert len(set(keys)) == len(keys) and all(len(key) == 1 for key in keys)
+    assert [v1.wire_key(f.name) for f in dataclasses.fields(v1)] == [f.name for f in dataclasses.fields(v1)]
+    with pytest.raises(KeyError, match="no field 'queue_id'"):
+        v2.wire_key("queue_id")

@@ -1,5 +1,6 @@
-"""The broker's plain sends: read from the V2 fields, properties handled as a string; what they
-store must be what the full path (typed header, parsed properties) stores."""
+"""The broker's plain sends (broker/processors/send_plain.py): read from the V2 fields, properties
+handled as a string; what they store must be what the full path (typed header, parsed
+properties) stores. The differential test that pins the fast path to the full path."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 
 import rocketmq_py.broker.processors.send as send
 from rocketmq_py.broker.config import BrokerConfig
-from rocketmq_py.broker.processors.send import SendMessageProcessor, _plain_properties
+from rocketmq_py.broker.processors.send import SendMessageProcessor
+from rocketmq_py.broker.processors.send_plain import plain_properties
 from rocketmq_py.broker.stats import BrokerStats
 from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode, SerializeType
@@ -55,7 +57,7 @@ def _parsed(text: str) -> tuple[dict[str, str], bool]:
     "TAGS\x01caf\u00e9",
 ])
 def test_plain_properties_store_what_parsing_would(text: str) -> None:
-    plain = _plain_properties(text, CLUSTER)
+    plain = plain_properties(text, CLUSTER)
     assert plain is not None
     stored, wait = plain
     assert (string_to_properties(stored), wait) == _parsed(text)
@@ -72,7 +74,7 @@ def test_plain_properties_store_what_parsing_would(text: str) -> None:
     "XWAIT\x01true",                       # not at an entry's start
 ])
 def test_properties_that_change_what_is_stored_go_to_the_parsed_path(text: str) -> None:
-    assert _plain_properties(text, CLUSTER) is None
+    assert plain_properties(text, CLUSTER) is None
 
 
 @dataclass
