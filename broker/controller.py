@@ -42,6 +42,7 @@ from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManag
 from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
 from rocketmq_py.broker.transaction.check_service import TransactionalMessageCheckService
+from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.protocol.namesrv import (
     RegisterBrokerRequestHeader,
@@ -170,7 +171,7 @@ class BrokerController:
 
     # -- events -----------------------------------------------------------------------------
 
-    def _on_consumer_ids_changed(self, group: str, channels: list) -> None:  # type: ignore[type-arg]
+    def _on_consumer_ids_changed(self, group: str, channels: list[RemotingConnection]) -> None:
         if self.broker_config.notifyConsumerIdsChangedEnable:
             notify_consumer_ids_changed(group, channels)
 

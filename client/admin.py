@@ -319,9 +319,9 @@ class Admin:
         await self._call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
                          {"groupName": group, "removeOffset": "true" if remove_offset else "false"})
 
-    async def examine_producer_connection_info(self, group: str, topic: str) -> dict:  # type: ignore[type-arg]
+    async def examine_producer_connection_info(self, group: str, topic: str) -> dict[str, Any]:
         """Producers are known to the brokers serving the topic they send to (heartbeats)."""
-        connections: list[dict] = []  # type: ignore[type-arg]
+        connections: list[dict[str, Any]] = []
         for addr in (await self._topic_masters(topic)).values():
             r = await self._call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group},
                                  ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
@@ -429,25 +429,28 @@ class Admin:
                     return msg
         return None
 
-    async def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> dict:  # type: ignore[type-arg]
+    async def view_broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> dict[str, Any]:
         """BrokerStatsData (statsMinute, statsHour, statsDay: sum, tps, avgpt) of one stat."""
         r = await self._call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
                              {"statsName": stats_name, "statsKey": stats_key})
-        return json.loads(r.body or b"{}")  # type: ignore[no-any-return]
+        stats: dict[str, Any] = json.loads(r.body or b"{}")
+        return stats
 
-    async def fetch_consume_stats_in_broker(self, broker_addr: str, is_order: bool = False) -> dict:  # type: ignore[type-arg]
+    async def fetch_consume_stats_in_broker(self, broker_addr: str, is_order: bool = False) -> dict[str, Any]:
         """ConsumeStatsList: every group's consume stats on one broker, and their total diff."""
         r = await self._call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS,
                              {"isOrder": "true" if is_order else "false"})
-        return fastjson_read.loads(r.body or b"{}")  # type: ignore[no-any-return]
+        stats: dict[str, Any] = fastjson_read.loads(r.body or b"{}")
+        return stats
 
     async def query_consume_queue(self, broker_addr: str, topic: str, queue_id: int, index: int, count: int,
-                                  group: str | None = None) -> dict:  # type: ignore[type-arg]
+                                  group: str | None = None) -> dict[str, Any]:
         header = {"topic": topic, "queueId": str(queue_id), "index": str(index), "count": str(count)}
         if group:
             header["consumerGroup"] = group
         r = await self._call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, header)
-        return json.loads(r.body or b"{}")  # type: ignore[no-any-return]
+        queue: dict[str, Any] = json.loads(r.body or b"{}")
+        return queue
 
     async def clean_unused_topic(self, broker_addr: str) -> None:
         await self._call(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC)

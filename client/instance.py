@@ -14,7 +14,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,7 +27,12 @@ from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, 
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
-from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData, ProducerData, UnregisterClientRequestHeader
+from rocketmq_py.remoting.protocol.heartbeat import (
+    ConsumerData,
+    HeartbeatData,
+    ProducerData,
+    UnregisterClientRequestHeader,
+)
 from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
 from rocketmq_py.remoting.protocol.route import MASTER_ID, TopicRouteData
 from rocketmq_py.remoting.protocol.topic import MAX_QUEUE_NUMS
@@ -86,7 +91,7 @@ class ClientConfig:
 
 
 class _Member(Protocol):
-    def heartbeat_data(self) -> tuple[list[ProducerData], list]:  # type: ignore[type-arg]
+    def heartbeat_data(self) -> tuple[list[ProducerData], list[ConsumerData]]:
         ...
 
     def topics(self) -> set[str]: ...
@@ -211,7 +216,7 @@ class MQClientInstance:
                        loop.create_task(self._periodic(self.config.heartbeat_broker_interval,
                                                        self.send_heartbeat_to_all_brokers))]
 
-    async def _periodic(self, interval: float, job) -> None:  # type: ignore[no-untyped-def]
+    async def _periodic(self, interval: float, job: Callable[[], Awaitable[object]]) -> None:
         while True:
             await asyncio.sleep(interval)
             try:

@@ -62,6 +62,7 @@ from rocketmq_py.remoting.protocol.heartbeat import (
     ConsumeType,
     ExpressionType,
     MessageModel,
+    ProducerData,
     SubscriptionData,
 )
 from rocketmq_py.remoting.protocol.message import (
@@ -304,7 +305,7 @@ class LitePullConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
+    def heartbeat_data(self) -> tuple[list[ProducerData], list[ConsumerData]]:
         return [], [ConsumerData(groupName=self.group, consumeType=ConsumeType.CONSUME_ACTIVELY,
                                  messageModel=self.message_model, consumeFromWhere=self.consume_from_where,
                                  subscriptionDataSet=list(self.subscriptions.values()))]

@@ -44,7 +44,7 @@ from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from rocketmq_py.remoting.protocol.heartbeat import ProducerData
+from rocketmq_py.remoting.protocol.heartbeat import ConsumerData, ProducerData
 from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     COMPRESSION_ZLIB,
@@ -178,7 +178,7 @@ class Producer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def heartbeat_data(self) -> tuple[list[ProducerData], list]:  # type: ignore[type-arg]
+    def heartbeat_data(self) -> tuple[list[ProducerData], list[ConsumerData]]:
         return [ProducerData(groupName=self.group)], []
 
     def topics(self) -> set[str]:

@@ -53,6 +53,7 @@ from rocketmq_py.remoting.protocol.heartbeat import (
     LockBatchResponseBody,
     MessageModel,
     MessageQueueBody,
+    ProducerData,
 )
 from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
 from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
@@ -261,7 +262,7 @@ class PushConsumer(LitePullConsumer):
             await asyncio.sleep(LOCK_INTERVAL)
             await self.lock_all()
 
-    def heartbeat_data(self) -> tuple[list, list[ConsumerData]]:  # type: ignore[type-arg]
+    def heartbeat_data(self) -> tuple[list[ProducerData], list[ConsumerData]]:
         _, consumers = super().heartbeat_data()
         for data in consumers:
             data.consumeType = ConsumeType.CONSUME_PASSIVELY
