@@ -337,6 +337,7 @@ class BrokerMetrics:
         latency = self.collector.rpc_latency
         held: dict[int, float] = {}
 
+        # type-ignored: a wrapper with the wrapped method's own signature, assigned over it below
         def pull(conn, request, allow_suspend):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
             response = inner(conn, request, allow_suspend)
@@ -352,6 +353,7 @@ class BrokerMetrics:
                     latency.observe(request, response, (time.perf_counter() - since) * 1000.0, long_polling=True)
             return response
 
+        # type-ignored: the pull processor's method is wrapped in place so long-polled pulls are timed when answered
         processor.pull = pull  # type: ignore[method-assign]
 
     async def start(self) -> None:

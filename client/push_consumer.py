@@ -132,6 +132,7 @@ class PushConsumer(LitePullConsumer):
                  consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
         # enable_msg_trace / custom_trace_topic (kwargs): SubBefore and SubAfter around every
         # listener call, as DefaultMQPushConsumer's ConsumeMessageTraceHookImpl writes them.
+        # type-ignored: the other keyword arguments are the base consumer's (**kwargs: object to mypy)
         super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
         # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
         # while it caches this many messages or MiB (the topic limits, when set, are shared

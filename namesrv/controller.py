@@ -91,6 +91,7 @@ class NamesrvController:
                                                               {**current, **props})
         if unknown & props.keys():
             raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown & props.keys()))}")
+        # type-ignored: the configs are built from the properties by the shared loader, typed as its base model
         order_changed = namesrv_cfg.orderMessageEnable != self.namesrv_config.orderMessageEnable  # type: ignore[attr-defined]
         self.namesrv_config = namesrv_cfg  # type: ignore[assignment]
         self.server_config = server_cfg  # type: ignore[assignment]

@@ -47,6 +47,7 @@ def build_config(config_file: str | None, options: list[str], listen_port: int |
     (namesrv_config, server_config), unknown = apply_properties([NamesrvConfig, NettyServerConfig], props)
     if unknown:
         log.warning("ignoring unknown config keys: %s", ", ".join(sorted(unknown)))
+    # type-ignored: the loader builds each config class it is given, typed as their base
     return namesrv_config, server_config  # type: ignore[return-value]
 
 

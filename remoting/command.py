@@ -121,4 +121,5 @@ class RemotingCommand:
             return NotImplemented
         return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
+    # type-ignored: mutable and compared by value: unhashable, as a dataclass with eq would be
     __hash__ = None  # type: ignore[assignment]

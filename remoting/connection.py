@@ -89,6 +89,7 @@ class _Pending:
                 if error is not None:
                     self.future.set_exception(error)
                 else:
+                    # type-ignored: response is set whenever error is None
                     self.future.set_result(response)  # type: ignore[arg-type]
         elif self.callback is not None:
             try:
@@ -136,6 +137,7 @@ class RemotingConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # type-ignored: asyncio hands a stream protocol a Transport, typed as its base
         self._transport = transport  # type: ignore[assignment]
         self.remote_addr = _fmt_addr(transport.get_extra_info("peername"))
         self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))

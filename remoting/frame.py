@@ -36,6 +36,7 @@ def frame_body(body: object) -> bytes | bytearray | memoryview:
     if isinstance(body, bytes | bytearray):
         return body
     try:
+        # type-ignored: any object is tried as a buffer; TypeError below says which is not one
         view = memoryview(body)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"a remoting command body must be bytes-like, not {type(body).__name__}") from None

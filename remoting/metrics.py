@@ -143,6 +143,7 @@ class TimedProcessor(RequestProcessor):
     def _process_run(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> list[ProcessorResult]:
         """Each request of a run is observed with the run's time: what it waited for its answer."""
         started = time.perf_counter()
+        # type-ignored: called only for processors the table marked as taking runs, which define process_requests
         results = self._inner.process_requests(conn, requests)  # type: ignore[attr-defined]
         return [self._observed(request, result, started) if result is None or type(result) is RemotingCommand
                 else self._awaited(request, result, started)
@@ -153,6 +154,7 @@ class TimedProcessor(RequestProcessor):
         result = self._inner.process_request(conn, request)
         if result is None or type(result) is RemotingCommand:
             return self._observed(request, result, started)
+        # type-ignored: neither None nor a RemotingCommand is the awaitable (an exact-type test, not narrowed)
         return self._awaited(request, result, started)  # type: ignore[arg-type]
 
     async def _awaited(self, request: RemotingCommand, pending: Awaitable[RemotingCommand | None],

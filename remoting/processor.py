@@ -164,6 +164,7 @@ class ProcessorTable:
         if result is None or type(result) is RemotingCommand:
             _answer(conn, request, result, self.refusals)
         else:
+            # type-ignored: neither None nor a RemotingCommand is the awaitable (exact-type test, not narrowed)
             self._start(row, conn, request, result)  # type: ignore[arg-type]
 
     def dispatch_all(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> None:
@@ -213,6 +214,7 @@ class ProcessorTable:
                 if result is None or type(result) is RemotingCommand:
                     _answer(conn, request, result, self.refusals)
                 else:
+                    # type-ignored: neither None nor a RemotingCommand is the awaitable (exact-type test, not narrowed)
                     self._start(row, conn, request, result)  # type: ignore[arg-type]
             i += len(results)
 
@@ -235,6 +237,7 @@ class ProcessorTable:
         row.in_flight += 1
         coro = self._run(row, conn, request, result, self.refusals)
         if _NATIVE_EAGER:
+            # type-ignored: eager_start is 3.12's; _NATIVE_EAGER says it exists
             task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
             if task.done():
                 return

@@ -36,6 +36,7 @@ _JSON, _MSGPACK = SerializeType.JSON, SerializeType.MSGPACK
 # (UTF-8), as fastjson does. This is the hottest code of every daemon, so the C scanner and C
 # encoder of the stdlib json module are called directly, skipping the wrappers' per-call set-up
 # (a new encoder object and two regex matches per call cost more than the parse itself).
+# type-ignored: the C accelerators are not in typeshed
 _scan = json.scanner.c_make_scanner(json.JSONDecoder())  # type: ignore[attr-defined]
 _encode_map = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     None, None, json.encoder.encode_basestring, None, ":", ",", False, False, True)

@@ -62,9 +62,9 @@ class TlsConfig(BaseModel):
     tls_client_trust_cert_path: str | None = Field(None, alias="tls.client.trustCertPath")
 
 
-def _load_chain(ctx: ssl.SSLContext, cert: str | None, key: str | None, password: str | None, side: str) -> None:
+def _load_chain(ctx: ssl.SSLContext, cert: str, key: str | None, password: str | None, side: str) -> None:
     try:
-        ctx.load_cert_chain(cert, key, password)  # type: ignore[arg-type]
+        ctx.load_cert_chain(cert, key, password)
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"tls.{side}.certPath={cert} / tls.{side}.keyPath={key}: cannot load: {exc}") from None
 

@@ -91,6 +91,7 @@ def broker_configs(host: str, broker_port: int, home: str, options: list[str]
     built, unknown = apply_properties([BrokerConfig, NettyServerConfig, MessageStoreConfig], props)
     if unknown:
         raise ConfigError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    # type-ignored: the loader builds each config class it is given, typed as their base
     return built[0], built[1], built[2]  # type: ignore[return-value]
 
 

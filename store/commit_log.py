@@ -593,17 +593,18 @@ class CommitLog:
                 return limit, True, to_dispatch  # the filler ending a file: the file is whole
         return pos, False, to_dispatch
 
-    def check_record(self, mm: object, pos: int, limit: int) -> tuple[int, MessageExtBrokerInner | None, bool]:
+    def check_record(self, mm: mmap.mmap | bytes | bytearray, pos: int,
+                     limit: int) -> tuple[int, MessageExtBrokerInner | None, bool]:
         """(size, message or None for BLANK, valid). Invalid ends the log at ``pos``."""
         if pos + 8 > limit:
             return 0, None, False
-        total, magic = _BLANK.unpack_from(mm, pos)  # type: ignore[arg-type]
+        total, magic = _BLANK.unpack_from(mm, pos)
         if magic == BLANK_MAGIC_CODE:
             return total, None, pos + total == limit
         if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > limit:
             return 0, None, False
         try:
-            ext = decode_record(memoryview(mm)[pos:pos + total], 0,  # type: ignore[arg-type]
+            ext = decode_record(memoryview(mm)[pos:pos + total], 0,
                                 check_crc=self.config.checkCRCOnRecover, strict=True)
         except RecordError:
             return 0, None, False

@@ -43,6 +43,7 @@ log = logging.getLogger("rocketmq.store")
 try:
     import fcntl
 except ImportError:  # Windows
+    # type-ignored: Windows has no fcntl; its users check for None
     fcntl = None  # type: ignore[assignment]
 
 # The child is POSIX-only: it holds flock on the control file and follows its parent by getppid.

@@ -42,6 +42,7 @@ _PAGE = mmap.PAGESIZE
 
 
 @functools.cache
+# type-ignored: ctypes' foreign-function type is private in typeshed
 def _load_madvise() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
     if not sys.platform.startswith("linux"):
         return None

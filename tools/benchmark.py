@@ -13,8 +13,9 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -211,9 +212,9 @@ async def _consume(namesrv: str | None, topic: str, group: str, duration: float,
     return 0
 
 
-def _run(job: Callable[[], object], side: str) -> None:
+def _run(job: Callable[[], Coroutine[Any, Any, object]], side: str) -> None:
     try:
-        asyncio.run(job())  # type: ignore[arg-type]
+        asyncio.run(job())
     except (MQClientError, OSError, TimeoutError, ValueError) as exc:
         typer.echo(f"mqbench {side}: {hinted(exc)}", err=True)
         raise typer.Exit(1) from None

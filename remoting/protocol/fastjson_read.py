@@ -12,6 +12,7 @@ _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
 
 
+# type-ignored: a key of any length and item types, as fastjson reads an object used as a map key
 class FrozenKey(tuple):  # type: ignore[type-arg]
     """An object key, hashable: its (name, value) pairs in name order."""
 

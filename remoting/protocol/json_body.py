@@ -172,9 +172,9 @@ class JsonBody(BaseModel):
     @classmethod
     def _rules(cls) -> dict[str, _FieldRule]:
         """Input key -> rule for every field (under its name and each alias), built once per class."""
-        cached = cls.__dict__.get("_rules_cache")
+        cached: dict[str, _FieldRule] | None = cls.__dict__.get("_rules_cache")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         rules: dict[str, _FieldRule] = {}
         for name, info in cls.model_fields.items():
             kind = _unwrap_optional(info.annotation)

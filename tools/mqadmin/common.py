@@ -135,6 +135,7 @@ def command(app: typer.Typer, name: str, help_text: str) -> Callable[[Callable[.
 
         # Every command takes the ACL account's and TLS flags, without each command declaring them.
         sig = inspect.signature(fn)
+        # type-ignored: typer reads __signature__, which functions do not declare
         run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *_ACL_PARAMETERS])  # type: ignore[attr-defined]
         return app.command(name, help=help_text)(run)
 

@@ -4,6 +4,7 @@ getConsumerConfig, allocateMQ, updateTopicPerm."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -152,9 +153,9 @@ def get_consumer_config(
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
-    async def job(admin: Admin) -> list[dict[str, object]]:
+    async def job(admin: Admin) -> list[dict[str, Any]]:
         info = await admin.examine_broker_cluster_info()
-        found: list[dict[str, object]] = []
+        found: list[dict[str, Any]] = []
         for broker_name, data in sorted(info.brokerAddrTable.items()):
             addrs = data.brokerAddrs
             addr = addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
@@ -177,7 +178,7 @@ def get_consumer_config(
     for entry in found:
         typer.echo(f"============================={entry['clusterName']}:{entry['brokerName']}"
                    "=============================")
-        for key, value in entry["subscriptionGroupConfig"].items():  # type: ignore[attr-defined]
+        for key, value in entry["subscriptionGroupConfig"].items():
             shown = "" if value is None else ("true" if value is True else "false" if value is False else value)
             typer.echo(f"{key:<40s}=  {shown}")
 

@@ -100,6 +100,7 @@ def stats_all(
 
 
 def _mq_order(key: object) -> tuple[str, str, int]:
+    # type-ignored: the keys of an offsetTable are object keys, read as fastjson_read.FrozenKey (as_dict)
     mq = key.as_dict()  # type: ignore[attr-defined]
     return str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"])
 
