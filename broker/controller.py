@@ -42,7 +42,9 @@ from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManag
 from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
 from rocketmq_py.broker.transaction.check_service import TransactionalMessageCheckService
+from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, RequestProcessor
 from rocketmq_py.remoting.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.protocol.namesrv import (
     RegisterBrokerRequestHeader,
@@ -122,14 +124,12 @@ class BrokerController:
         self.remoting_server = RemotingServer(self.server_config.to_server_config(), self.housekeeping)
         self.fast_server = RemotingServer(self.server_config.to_server_config(port=self._fast_port()),
                                           self.housekeeping)
-        self._register_processors()
         self.access_validator: PlainAccessValidator | None = None
         if cfg.aclEnable:
             self.access_validator = PlainAccessValidator.from_config(cfg.rocketmqHome, cfg.aclPlainFile,
                                                                      cfg.aclWatchInterval)
             self.access_validator.install(self.remoting_server, self.fast_server)
-            for server in (self.remoting_server, self.fast_server):
-                AdminAclProcessor(self, self.access_validator.manager).register(server)
+        self._register_processors()
         self.outer_api = BrokerOuterAPI(client_ssl_context(self.server_config) if self.server_config.tls_enable
                                         else None)
         self._tasks: list[asyncio.Task[None]] = []
@@ -144,17 +144,107 @@ class BrokerController:
         return port - 2 if port > 2 else 0
 
     def _register_processors(self) -> None:
+        """The broker's processor table: every request code it answers and its processor, in one
+        place, as Java's BrokerController.registerProcessor lists them. The fast port (``listenPort
+        - 2``) has the same rows but PULL_MESSAGE: it exists so sends never queue behind pulls.
+        Sends and pulls may have 4,096 in flight (Java's larger send and pull pools); the rest the
+        table's default."""
+        send = SendMessageProcessor(self)
+        consumer_manage = ConsumerManageProcessor(self)
+        query = QueryMessageProcessor(self)
+        client_manage = ClientManageProcessor(self)
+        queue_lock = QueueLockProcessor(self)
+        admin = AdminBrokerProcessor(self)
+        admin_consume = AdminConsumeProcessor(self)
+        admin_store = AdminStoreProcessor(self)
+        admin_client = AdminClientProcessor(self)
+        send_back = SendMessageBackProcessor(self)
+        end_transaction = EndTransactionProcessor(self, self.transaction_bridge)
+        rows: list[tuple[RequestCode, RequestProcessor | ProcessorFunc, int]] = [
+            (RequestCode.SEND_MESSAGE, send, 4096),
+            (RequestCode.SEND_MESSAGE_V2, send, 4096),
+            (RequestCode.SEND_BATCH_MESSAGE, send, 4096),
+            (RequestCode.CONSUMER_SEND_MSG_BACK, send_back.consumer_send_msg_back, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_MESSAGE, query.query_message, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.VIEW_MESSAGE_BY_ID, query.view_message_by_id, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.HEART_BEAT, client_manage.heart_beat, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.UNREGISTER_CLIENT, client_manage.unregister_client, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.CHECK_CLIENT_CONFIG, client_manage.check_client_config, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_CONSUMER_LIST_BY_GROUP, consumer_manage.get_consumer_list_by_group,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.UPDATE_CONSUMER_OFFSET, consumer_manage.update_consumer_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_CONSUMER_OFFSET, consumer_manage.query_consumer_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_MAX_OFFSET, consumer_manage.get_max_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_MIN_OFFSET, consumer_manage.get_min_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, consumer_manage.search_offset_by_timestamp,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_EARLIEST_MSG_STORETIME, consumer_manage.get_earliest_msg_storetime,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.LOCK_BATCH_MQ, queue_lock.lock_batch_mq, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.UNLOCK_BATCH_MQ, queue_lock.unlock_batch_mq, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.END_TRANSACTION, end_transaction.process_request, DEFAULT_MAX_CONCURRENCY),
+            # AdminBrokerProcessor's requests, by family
+            (RequestCode.UPDATE_AND_CREATE_TOPIC, admin.update_and_create_topic, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.DELETE_TOPIC_IN_BROKER, admin.delete_topic, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_ALL_TOPIC_CONFIG, admin.get_all_topic_config, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_BROKER_RUNTIME_INFO, admin.get_broker_runtime_info, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.VIEW_BROKER_STATS_DATA, admin.view_broker_stats_data, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_TOPIC_STATS_INFO, admin.get_topic_stats_info, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_CONSUME_STATS, admin.get_consume_stats, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_CONSUMER_CONNECTION_LIST, admin.get_consumer_connection_list, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_PRODUCER_CONNECTION_LIST, admin.get_producer_connection_list, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.update_and_create_subscription_group,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, admin.get_all_subscription_group, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.DELETE_SUBSCRIPTIONGROUP, admin.delete_subscription_group, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_ALL_CONSUMER_OFFSET, admin.get_all_consumer_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_ALL_DELAY_OFFSET, admin.get_all_delay_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, admin.reset_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.UPDATE_BROKER_CONFIG, admin.update_broker_config, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_BROKER_CONFIG, admin.get_broker_config, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, admin_consume.query_topic_consume_by_who, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_BROKER_CONSUME_STATS, admin_consume.fetch_all_consume_stats_in_broker,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_CONSUME_TIME_SPAN, admin_consume.query_consume_time_span, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_CORRECTION_OFFSET, admin_consume.query_correction_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.CLONE_GROUP_OFFSET, admin_consume.clone_group_offset, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.QUERY_CONSUME_QUEUE, admin_store.query_consume_queue, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, admin_store.clean_expired_consume_queue, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.DELETE_EXPIRED_COMMITLOG, admin_store.delete_expired_commit_log, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.CLEAN_UNUSED_TOPIC, admin_store.clean_unused_topic, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, admin_store.get_system_topic_list_from_broker,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.RESUME_CHECK_HALF_MESSAGE, admin_store.resume_check_half_message, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_CONSUMER_RUNNING_INFO, admin_client.get_consumer_running_info, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.CONSUME_MESSAGE_DIRECTLY, admin_client.consume_message_directly, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, admin_client.get_consumer_status,
+             DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_ALL_PRODUCER_INFO, admin_client.get_all_producer_info, DEFAULT_MAX_CONCURRENCY),
+        ]
+        if self.access_validator is not None:
+            acl = AdminAclProcessor(self, self.access_validator.manager)
+            rows += [
+                (RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, acl.update_and_create_access_config,
+                 DEFAULT_MAX_CONCURRENCY),
+                (RequestCode.DELETE_ACL_CONFIG, acl.delete_access_config, DEFAULT_MAX_CONCURRENCY),
+                (RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, acl.update_global_white_addrs_config,
+                 DEFAULT_MAX_CONCURRENCY),
+                (RequestCode.GET_BROKER_CLUSTER_ACL_INFO, acl.get_broker_acl_config_version, DEFAULT_MAX_CONCURRENCY),
+                (RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, acl.get_broker_cluster_acl_config,
+                 DEFAULT_MAX_CONCURRENCY),
+            ]
+        else:
+            # The ACL's admin requests refused with Java's codes when ACL is off.
+            refuse = AdminAclDisabledProcessor().refuse
+            rows += [(code, refuse, DEFAULT_MAX_CONCURRENCY) for code in (
+                RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
+                RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
+                RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)]
         for server in (self.remoting_server, self.fast_server):
-            for processor in (SendMessageProcessor(self), ConsumerManageProcessor(self), QueryMessageProcessor(self),
-                              ClientManageProcessor(self), QueueLockProcessor(self), AdminBrokerProcessor(self),
-                              AdminConsumeProcessor(self), AdminStoreProcessor(self), AdminClientProcessor(self),
-                              SendMessageBackProcessor(self), EndTransactionProcessor(self, self.transaction_bridge)):
-                processor.register(server)
-            if not self.broker_config.aclEnable:
-                # ACL's admin requests refused with Java's codes; with ACL on they are the ACL's.
-                AdminAclDisabledProcessor().register(server)
-        # Pulls go to the main port only: the fast port exists so sends never queue behind them.
-        self.pull_processor.register(self.remoting_server)
+            for code, processor, max_concurrency in rows:
+                server.register_processor(code, processor, max_concurrency=max_concurrency)
+        self.remoting_server.register_processor(RequestCode.PULL_MESSAGE, self.pull_processor.process_request,
+                                                max_concurrency=4096)
 
     @property
     def store_host(self) -> tuple[str, int]:

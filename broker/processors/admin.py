@@ -41,7 +41,6 @@ from rocketmq_py.remoting.protocol.broker import (
 from rocketmq_py.remoting.protocol.route import KVTable
 from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
 from rocketmq_py.remoting.protocol.topic import MAX_QUEUE_NUMS, TopicConfig, TopicFilterType, queue_nums_problem
-from rocketmq_py.remoting.server import RemotingServer
 
 _TOPIC_FILTER_TYPES = frozenset(TopicFilterType.__members__)
 
@@ -56,29 +55,6 @@ _LANG_NAMES = {c.value: c.name for c in LanguageCode}
 class AdminBrokerProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
-            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
-            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
-            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
-            RequestCode.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
-            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
-            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
-            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
-            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
-            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_subscription_group,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
-            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
-            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
-            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
-            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     # -- topics -----------------------------------------------------------------------------
 

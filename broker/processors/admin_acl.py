@@ -28,7 +28,6 @@ from rocketmq_py.remoting.protocol.acl import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
     split_list,
 )
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -47,10 +46,6 @@ _FAILED_CODES = {
 
 
 class AdminAclDisabledProcessor:
-    def register(self, server: RemotingServer) -> None:
-        for code in _FAILED_CODES:
-            server.register_processor(code, self.refuse)
-
     def refuse(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(_FAILED_CODES[RequestCode(request.code)], ACL_DISABLED_REMARK)
 
@@ -64,17 +59,6 @@ class AdminAclProcessor:
     def __init__(self, broker: BrokerController, manager: PlainPermissionManager) -> None:
         self._broker = broker
         self._manager = manager
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_and_create_access_config,
-            RequestCode.DELETE_ACL_CONFIG: self.delete_access_config,
-            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white_addrs_config,
-            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_acl_config_version,
-            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.get_broker_cluster_acl_config,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     def update_and_create_access_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         header = request.decode_header(CreateAccessConfigRequestHeader)

@@ -25,7 +25,6 @@ from rocketmq_py.remoting.protocol.admin import (
 )
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 from rocketmq_py.remoting.protocol.message import decode_offset_msg_id
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -51,16 +50,6 @@ def encode_consumer_status(table: dict[str, dict[tuple[str, str, int], int]]) ->
 class AdminClientProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
-            RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
-            RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: self.get_consumer_status,
-            RequestCode.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     async def call_consumer(self, request: RemotingCommand, code: int, group: str, client_id: str,
                             ext: dict[str, str], body: bytes | None) -> RemotingCommand:

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.admin import (
@@ -31,7 +31,6 @@ from rocketmq_py.remoting.protocol.admin import (
     encode_consume_stats_list,
 )
 from rocketmq_py.remoting.protocol.json_body import unquote_int_keys
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -51,17 +50,6 @@ def format_date(millis: int) -> str:
 class AdminConsumeProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
-            RequestCode.GET_BROKER_CONSUME_STATS: self.fetch_all_consume_stats_in_broker,
-            RequestCode.QUERY_CONSUME_TIME_SPAN: self.query_consume_time_span,
-            RequestCode.QUERY_CORRECTION_OFFSET: self.query_correction_offset,
-            RequestCode.CLONE_GROUP_OFFSET: self.clone_group_offset,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     async def query_topic_consume_by_who(self, conn: RemotingConnection, request: RemotingCommand
                                          ) -> RemotingCommand:

@@ -24,7 +24,7 @@ from rocketmq_py.broker.topic_config_manager import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
 )
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.admin import (
@@ -36,7 +36,6 @@ from rocketmq_py.remoting.protocol.admin import (
 from rocketmq_py.remoting.protocol.heartbeat import ExpressionType
 from rocketmq_py.remoting.protocol.message import MessageConst, decode_offset_msg_id
 from rocketmq_py.remoting.protocol.route import TopicList
-from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.commit_log import inner_from_ext
 from rocketmq_py.store.config import SCHEDULE_TOPIC
 
@@ -62,18 +61,6 @@ MAX_QUERY_UNITS = 300_000
 class AdminStoreProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.QUERY_CONSUME_QUEUE: self.query_consume_queue,
-            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.clean_expired_consume_queue,
-            RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
-            RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
-            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list_from_broker,
-            RequestCode.RESUME_CHECK_HALF_MESSAGE: self.resume_check_half_message,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     def _filter_data(self, group: str, topic: str) -> str:
         """What Java writes for the group's server-side filter: ``null`` for a tag subscription

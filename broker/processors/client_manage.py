@@ -11,7 +11,7 @@ from rocketmq_py.broker.client_channel import ClientChannelInfo
 from rocketmq_py.broker.filter import FilterError
 from rocketmq_py.broker.filter.expression_filter import compile_cached
 from rocketmq_py.broker.subscription_group_manager import validate_group
-from rocketmq_py.remoting.codes import SERIALIZE_TYPES_FIELD, RequestCode, ResponseCode, SerializeType
+from rocketmq_py.remoting.codes import SERIALIZE_TYPES_FIELD, ResponseCode, SerializeType
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.heartbeat import (
@@ -22,7 +22,6 @@ from rocketmq_py.remoting.protocol.heartbeat import (
     UnregisterClientRequestHeader,
 )
 from rocketmq_py.remoting.protocol.topic import PermName, retry_topic
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -41,11 +40,6 @@ _OFFER = {SERIALIZE_TYPES_FIELD: ",".join(t.name for t in SerializeType)}
 class ClientManageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.HEART_BEAT, self.heart_beat)
-        server.register_processor(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
-        server.register_processor(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
 
     async def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

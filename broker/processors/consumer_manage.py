@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.broker import (
@@ -18,7 +18,6 @@ from rocketmq_py.remoting.protocol.broker import (
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_py.remoting.protocol.heartbeat import ConsumerIdList, GetConsumerListByGroupRequestHeader
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -27,15 +26,6 @@ if TYPE_CHECKING:
 class ConsumerManageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
-        server.register_processor(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
-        server.register_processor(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.get_consumer_list_by_group)
-        server.register_processor(RequestCode.GET_MAX_OFFSET, self.get_max_offset)
-        server.register_processor(RequestCode.GET_MIN_OFFSET, self.get_min_offset)
-        server.register_processor(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset_by_timestamp)
-        server.register_processor(RequestCode.GET_EARLIEST_MSG_STORETIME, self.get_earliest_msg_storetime)
 
     async def query_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(QueryConsumerOffsetRequestHeader)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_py.broker.topic_config_manager import TRANS_HALF_TOPIC
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge, end_message_transaction
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.message import (
@@ -26,7 +26,6 @@ from rocketmq_py.remoting.protocol.message import (
     MessageExt,
 )
 from rocketmq_py.remoting.protocol.transaction import EndTransactionRequestHeader
-from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.config import BrokerRole
 
 if TYPE_CHECKING:
@@ -59,9 +58,6 @@ class EndTransactionProcessor:
     def __init__(self, broker: BrokerController, bridge: TransactionalMessageBridge) -> None:
         self.broker = broker
         self.bridge = bridge
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.END_TRANSACTION, self.process_request)
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         header = _READ(request.ext_fields or {})

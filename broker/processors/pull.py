@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rocketmq_py.broker.filter import FilterError, Sql92Expression
 from rocketmq_py.broker.filter.expression_filter import compile_cached, filter_records
 from rocketmq_py.broker.pull_hold import PullRequest
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.broker import (
@@ -32,7 +32,6 @@ from rocketmq_py.remoting.protocol.broker import (
 from rocketmq_py.remoting.protocol.heartbeat import SUB_ALL, ExpressionType, MessageModel
 from rocketmq_py.remoting.protocol.message import string_to_properties, tags_string_to_tags_code
 from rocketmq_py.remoting.protocol.topic import PermName
-from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.message_store import MATCH_ALL, GetMessageStatus, MessageFilter
 
 if TYPE_CHECKING:
@@ -96,9 +95,6 @@ def _compile_sql92(request: RemotingCommand, expression_type: str, subscription:
 class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.PULL_MESSAGE, self.process_request, max_concurrency=4096)
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull(conn, request, allow_suspend=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.broker import (
@@ -12,7 +12,6 @@ from rocketmq_py.remoting.protocol.broker import (
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -21,10 +20,6 @@ if TYPE_CHECKING:
 class QueryMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.QUERY_MESSAGE, self.query_message)
-        server.register_processor(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
 
     async def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(QueryMessageRequestHeader)

@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.heartbeat import LockBatchRequestBody, LockBatchResponseBody
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -19,10 +18,6 @@ if TYPE_CHECKING:
 class QueueLockProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.LOCK_BATCH_MQ, self.lock_batch_mq)
-        server.register_processor(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch_mq)
 
     async def lock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         try:

@@ -57,7 +57,6 @@ from rocketmq_py.remoting.protocol.topic import (
     TopicFilterType,
     dlq_topic,
 )
-from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from rocketmq_py.store.config import SCHEDULE_TOPIC
 from rocketmq_py.store.message_store import PutMessageResult, PutMessageStatus
@@ -130,10 +129,6 @@ class SendMessageProcessor(RequestProcessor):
             entry = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{name}"
             entries = self.cluster = (name, PROPERTY_SEPARATOR + entry, entry)
         return entries
-
-    def register(self, server: RemotingServer) -> None:
-        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register_processor(code, self, max_concurrency=4096)
 
     def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         """The answer itself when it is ready at once (ASYNC_FLUSH, most sends), or a coroutine

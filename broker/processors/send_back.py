@@ -14,13 +14,12 @@ import random
 from typing import TYPE_CHECKING
 
 from rocketmq_py.broker.topic_config_manager import DLQ_NUMS_PER_GROUP, DLQ_PERM
-from rocketmq_py.remoting.codes import V3_4_9, RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import V3_4_9, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.broker import ConsumerSendMsgBackRequestHeader
 from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
 from rocketmq_py.remoting.protocol.topic import PermName, dlq_topic, retry_topic
-from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.store.commit_log import inner_from_ext
 
 if TYPE_CHECKING:
@@ -32,9 +31,6 @@ log = logging.getLogger("rocketmq.broker")
 class SendMessageBackProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-
-    def register(self, server: RemotingServer) -> None:
-        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.consumer_send_msg_back)
 
     async def consumer_send_msg_back(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(ConsumerSendMsgBackRequestHeader)
