@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
+import os
 import socket
 import ssl
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rocketmq_py.remoting.properties import ConfigError
+from rocketmq_py.remoting.properties import ConfigError, parse_properties
+
+log = logging.getLogger(__name__)
 
 # The first byte of a TLS record carrying a handshake message: how permissive mode tells a
 # ClientHello from a RocketMQ frame (whose first byte is the top of a length, 0 for any frame
@@ -42,11 +46,23 @@ class ClientAuth(enum.StrEnum):
     REQUIRE = "require"
 
 
+# TlsSystemConfig.tlsConfigFile's default: read when it exists, skipped when not (as Java).
+DEFAULT_TLS_CONFIG_FILE = "/etc/rocketmq/tls.properties"
+
+# The keys 4.9's TlsHelper.extractTlsConfigFromFile takes from tls.config.file, each overriding the
+# value set elsewhere; tls.server.mode and tls.enable are not among them (docs/tls.md).
+TLS_CONFIG_FILE_KEYS = frozenset({
+    "tls.test.mode.enable", "tls.server.need.client.auth", "tls.server.keyPath", "tls.server.keyPassword",
+    "tls.server.certPath", "tls.server.authClient", "tls.server.trustCertPath", "tls.client.keyPath",
+    "tls.client.keyPassword", "tls.client.certPath", "tls.client.authServer", "tls.client.trustCertPath"})
+
+
 class TlsConfig(BaseModel):
     """The ``tls.*`` keys a daemon reads from its properties file or ``-o``."""
 
     model_config = ConfigDict(populate_by_name=True, validate_assignment=True)
 
+    tls_config_file: str | None = Field(None, alias="tls.config.file")
     tls_server_mode: TlsMode = Field(TlsMode.DISABLED, alias="tls.server.mode")
     tls_enable: bool = Field(False, alias="tls.enable")
     tls_server_need_client_auth: ClientAuth = Field(ClientAuth.NONE, alias="tls.server.need.client.auth")
@@ -60,6 +76,32 @@ class TlsConfig(BaseModel):
     tls_client_cert_path: str | None = Field(None, alias="tls.client.certPath")
     tls_client_auth_server: bool = Field(False, alias="tls.client.authServer")
     tls_client_trust_cert_path: str | None = Field(None, alias="tls.client.trustCertPath")
+
+
+def with_tls_config_file(cfg: TlsConfig) -> TlsConfig:
+    """The settings a context is built from: ``cfg``'s, overridden by the keys of its
+    tls.config.file (Java reads the file each time it builds a context, as here). A file named
+    explicitly must be readable (ConfigError naming it); the default one is read only if present."""
+    path = cfg.tls_config_file or DEFAULT_TLS_CONFIG_FILE
+    if not cfg.tls_config_file and not os.path.isfile(path):
+        return cfg
+    try:
+        with open(path, encoding="utf-8") as f:
+            props = parse_properties(f.read())
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"tls.config.file={path}: cannot read: {reason}") from None
+    ignored = sorted(set(props) - TLS_CONFIG_FILE_KEYS)
+    if ignored:
+        log.warning("tls.config.file=%s: ignored %s (the file sets only the keys Java's TlsHelper reads)",
+                    path, ", ".join(ignored))
+    own = {f.alias: getattr(cfg, name) for name, f in TlsConfig.model_fields.items() if f.alias}
+    updates = {k: v for k, v in props.items() if k in TLS_CONFIG_FILE_KEYS and k in own}
+    try:
+        return TlsConfig.model_validate({k: v for k, v in own.items() if v is not None} | updates)
+    except ValidationError as exc:
+        problems = "; ".join(f"{e['loc'][0]}={e.get('input')!r}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"tls.config.file={path}: {problems}") from None
 
 
 def _load_chain(ctx: ssl.SSLContext, cert: str, key: str | None, password: str | None, side: str) -> None:
@@ -78,6 +120,7 @@ def _load_trust(ctx: ssl.SSLContext, path: str, side: str) -> None:
 
 def server_ssl_context(cfg: TlsConfig) -> ssl.SSLContext | None:
     """The context a server's TLS connections use; None when the mode is disabled."""
+    cfg = with_tls_config_file(cfg)
     if cfg.tls_server_mode is TlsMode.DISABLED:
         return None
     if not cfg.tls_server_cert_path or not cfg.tls_server_key_path:
@@ -100,7 +143,7 @@ def client_ssl_context(cfg: TlsConfig | None = None) -> ssl.SSLContext:
     """The context a client's connections use: the server verified against
     tls.client.trustCertPath only with tls.client.authServer=true (no host name check, as Java),
     the client's own certificate presented when tls.client.certPath is set."""
-    cfg = cfg or TlsConfig()
+    cfg = with_tls_config_file(cfg or TlsConfig())
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     if cfg.tls_client_auth_server:

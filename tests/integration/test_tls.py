@@ -214,3 +214,37 @@ async def test_ha_replication_over_tls(daemons: DaemonSet, pki: Pki) -> None:
     writer.close()
     with contextlib.suppress(OSError, ssl.SSLError):
         await writer.wait_closed()
+
+
+async def test_tls_config_file_supplies_the_certificates(daemons: DaemonSet, pki: Pki, tmp_path: Path) -> None:
+    """The broker's certificate paths come only from tls.config.file (4.9's TlsHelper reads them
+    there and the mode from elsewhere): it enforces TLS, serves a TLS client, refuses plaintext."""
+    tls_file = tmp_path / "tls.properties"
+    tls_file.write_text(f"tls.server.certPath={pki.server.cert}\ntls.server.keyPath={pki.server.key}\n")
+    ns = daemons.namesrv(*_tls_options(pki, "permissive"))
+    broker = daemons.broker(ns.addr, "tls.server.mode=enforcing", f"tls.config.file={tls_file}")
+    async with Admin(ns.addr, use_tls=True) as admin:
+        await admin.create_topic("TlsFromFile", broker_addr=broker.addr)
+    assert await _send_and_read(ns.addr, "TlsFromFile", use_tls=True) == [b"sealed"]
+    with pytest.raises((MQClientError, RemotingError)):
+        async with Producer("PlainProducer", ns.addr, instance_name="plain", send_msg_timeout=2.0) as plain:
+            await plain.send(Message("TlsFromFile", b"clear"))
+    assert "tls.server.mode=enforcing takes TLS only" in log_text(broker)
+
+
+def test_tls_config_file_named_but_missing_stops_the_broker(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.properties"
+    line = run_cli("mqbroker", "-n", "127.0.0.1:1", "-l", "0", "--store", str(tmp_path / "store"),
+                   "-o", "tls.server.mode=enforcing", "-o", f"tls.config.file={missing}").failed_with_one_line()
+    assert f"tls.config.file={missing}: cannot read" in line
+
+
+def test_tls_config_file_overrides_own_keys_but_not_the_mode(pki: Pki, tmp_path: Path) -> None:
+    tls_file = tmp_path / "tls.properties"
+    tls_file.write_text(f"tls.server.mode=disabled\ntls.server.certPath={pki.server.cert}\n"
+                        f"tls.server.keyPath={pki.server.key}\n")
+    # the daemon's own keyPath (a key that does not match the certificate) is overridden by the file's
+    cfg = _server_tls(pki, "enforcing", **{"tls.server.keyPath": pki.client.key, "tls.config.file": str(tls_file)})
+    assert server_ssl_context(cfg) is not None
+    with pytest.raises(ConfigError, match=r"tls\.config\.file=.*: cannot read"):
+        server_ssl_context(TlsConfig.model_validate({"tls.config.file": str(tmp_path / "none")}))
