@@ -295,7 +295,7 @@ async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
             future.set_result(False)
             return future
 
-        monkeypatch.setattr(store, "flushed_to", never)
+        monkeypatch.setattr(store.group_commit_service, "flushed_to", never)
         (late,) = processor.process_requests(_Conn(), [_frame(SDK_FIELDS)])  # type: ignore[arg-type]
         answer = await _answer(late)
         assert answer.code == ResponseCode.FLUSH_DISK_TIMEOUT

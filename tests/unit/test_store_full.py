@@ -69,7 +69,7 @@ async def test_refused_file_creation_changes_nothing(tmp_path_factory: pytest.Te
             assert r.status == expected and r.remark, r
             assert store.get_max_phy_offset() == max_before and store.commit_log.topic_queue_table == queued_before
             store.disk_full = False  # the disk is not really full: let the next put try again
-            store._space_needed = 0
+            store.clean_commit_log_service.space_needed = 0
     refuse[0] = False
     for restart in (False, True):
         if restart:

@@ -1,0 +1,206 @@
+"""The store's flush services, by Java's names: GroupCommitService (SYNC_FLUSH: the puts waiting
+when an fsync starts share it), FlushRealTimeService (the CommitLog's periodic flush) and
+FlushConsumeQueueService (consume queues, index and checkpoint).
+
+Each holds its DefaultMessageStore as Java's inner services hold ``DefaultMessageStore.this``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from rocketmq_py.store.consume_queue import ConsumeQueue
+
+if TYPE_CHECKING:
+    from rocketmq_py.store.message_store import DefaultMessageStore
+
+log = logging.getLogger("rocketmq.store")
+
+_MAX_GROUP_FLUSHES = 1  # fsyncs in flight for SYNC_FLUSH group commit (see GroupCommitService.start_flush)
+
+
+class FlushRealTimeService:
+    """ASYNC_FLUSH's periodic CommitLog flush. Under SYNC_FLUSH the puts drive group commit, and
+    this still flushes what puts that did not wait left dirty."""
+
+    def __init__(self, store: DefaultMessageStore) -> None:
+        self.store = store
+        self.last_flush = time.monotonic()
+
+    async def run(self) -> None:
+        store = self.store
+        cfg = store.config
+        commit_log = store.commit_log
+        while True:
+            await asyncio.sleep(cfg.flushIntervalCommitLog / 1000)
+            thorough = time.monotonic() - self.last_flush >= cfg.flushCommitLogThoroughInterval / 1000
+            if thorough or commit_log.queue.dirty_bytes() >= cfg.flushCommitLogLeastPages * 4096:
+                ts = commit_log.last_store_timestamp
+                try:
+                    await asyncio.to_thread(commit_log.queue.flush)
+                except OSError as exc:  # retried next round: the service must outlive a bad moment
+                    log.error("flush commit log failed: %s", exc)
+                    continue
+                self.flushed(ts)
+
+    def flushed(self, store_timestamp: int) -> None:
+        """A CommitLog flush ended (this service's or group commit's). ``store_timestamp``: the
+        newest record's store time when the flush started (records appended while it ran may
+        not be on disk)."""
+        self.last_flush = time.monotonic()
+        checkpoint = self.store.checkpoint
+        if checkpoint is not None and store_timestamp:
+            checkpoint.physic_msg_timestamp = store_timestamp
+
+
+class GroupCommitService:
+    """SYNC_FLUSH's group commit: futures resolved once the log is on disk up to an offset."""
+
+    def __init__(self, store: DefaultMessageStore, flush_service: FlushRealTimeService) -> None:
+        self.store = store
+        self.flush_service = flush_service
+        # (offset the put needs flushed, its future, loop-time deadline), in arrival order.
+        self.waiters: list[tuple[int, asyncio.Future[bool], float]] = []
+        self._watchdog: asyncio.TimerHandle | None = None
+        self.flushes: set[asyncio.Future[int]] = set()
+        self._flushing_to = 0
+        self._flushed_to = 0  # the end of the last group flush that completed
+
+    def flushed_to(self, offset: int) -> asyncio.Future[bool]:
+        """True once the log is on disk up to ``offset``; False after syncFlushTimeout.
+
+        Group commit: every put waiting when a flush starts shares that one fsync.
+
+        One watchdog timer serves all waiters (not a timer per put: at tens of thousands of
+        synced puts a second, creating and cancelling those costs more than the puts)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[bool] = loop.create_future()
+        if offset <= self._flushed_to:  # asked after the flush that covers it ended
+            fut.set_result(True)
+            return fut
+        timeout = self.store.config.syncFlushTimeout / 1000
+        self.waiters.append((offset, fut, loop.time() + timeout))
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(timeout, self._expire_waiters)
+        self.start_flush()
+        return fut
+
+    def start_flush(self) -> None:
+        """Start an fsync covering everything appended so far, unless one is running or already
+        covers the newest waiter.
+
+        Starting at once (not after every writer made ready has appended) keeps the disk and
+        the event loop busy at the same time: while one flush runs, the puts that follow it
+        gather into the next. One flush at a time: this disk's fsync cost grows with the bytes
+        it writes, and two at once measured slower than one. A flush resolves the waiters up
+        to the end it saw when it started."""
+        waiters = self.waiters
+        if len(self.flushes) >= _MAX_GROUP_FLUSHES or not waiters or waiters[-1][0] <= self._flushing_to:
+            return
+        commit_log = self.store.commit_log
+        target = self._flushing_to = commit_log.max_offset
+        ts = commit_log.last_store_timestamp
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(None, commit_log.queue.flush)
+        self.flushes.add(fut)
+        fut.add_done_callback(lambda f: self._flush_done(f, target, ts))
+
+    def _flush_done(self, fut: asyncio.Future[int], target: int, store_timestamp: int) -> None:
+        self.flushes.discard(fut)
+        if fut.cancelled() or fut.exception() is not None:
+            log.error("group commit flush failed: %s", "cancelled" if fut.cancelled() else fut.exception())
+            return  # its waiters time out with FLUSH_DISK_TIMEOUT
+        self.flush_service.flushed(store_timestamp)
+        self._flushed_to = max(self._flushed_to, target)
+        still = []
+        for waiter in self.waiters:
+            if waiter[0] <= target:
+                _resolve(waiter[1], True)
+            else:
+                still.append(waiter)
+        self.waiters = still
+        if not self.store.shutdown_flag:
+            self.start_flush()
+
+    def _expire_waiters(self) -> None:
+        self._watchdog = None
+        now = asyncio.get_running_loop().time()
+        keep = []
+        for waiter in self.waiters:
+            if waiter[2] <= now:
+                _resolve(waiter[1], False)
+            else:
+                keep.append(waiter)
+        self.waiters = keep
+        if keep:
+            self._watchdog = asyncio.get_running_loop().call_later(keep[0][2] - now, self._expire_waiters)
+
+    async def shutdown(self) -> None:
+        """Waits for the flush running; the waiters left are released as flushed (the store's
+        final flush follows)."""
+        if self.flushes:
+            await asyncio.wait(self.flushes)
+
+    def release_waiters(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        for _, fut, _ in self.waiters:
+            if not fut.done():
+                fut.set_result(True)
+        self.waiters.clear()
+
+
+class FlushConsumeQueueService:
+    """Consume queues flushed every flushIntervalConsumeQueue; the index and the checkpoint's
+    logics and index times every flushConsumeQueueThoroughInterval."""
+
+    def __init__(self, store: DefaultMessageStore) -> None:
+        self.store = store
+
+    async def run(self) -> None:
+        store = self.store
+        cfg = store.config
+        last_thorough = time.monotonic()
+        while True:
+            await asyncio.sleep(cfg.flushIntervalConsumeQueue / 1000)
+            ts = store.commit_log.last_store_timestamp
+            queues = [cq for qs in store.consume_queue_table.values() for cq in qs.values()]
+            try:
+                await asyncio.to_thread(_flush_queues, queues)
+            except OSError as exc:
+                log.error("flush consume queues failed: %s", exc)
+                continue
+            if time.monotonic() - last_thorough >= cfg.flushConsumeQueueThoroughInterval / 1000:
+                last_thorough = time.monotonic()
+                await asyncio.to_thread(store.index_service.flush)
+                checkpoint = store.checkpoint
+                if checkpoint is not None and ts:
+                    checkpoint.logics_msg_timestamp = ts
+                    checkpoint.index_msg_timestamp = self.index_flushed_timestamp(ts)
+                    await asyncio.to_thread(checkpoint.flush)
+            if store.index_dispatch is not None:
+                store.index_dispatch.ensure_running()
+
+    def index_flushed_timestamp(self, ts: int) -> int:
+        """Store time up to which the index is on disk: the child's report, or ``ts`` inline."""
+        store = self.store
+        if store.index_dispatch is None:
+            return ts
+        reported = store.index_dispatch.flushed_timestamp
+        if reported:
+            return reported
+        return store.checkpoint.index_msg_timestamp if store.checkpoint is not None else 0
+
+
+def _flush_queues(queues: list[ConsumeQueue]) -> None:
+    for cq in queues:
+        cq.flush()
+
+
+def _resolve(fut: asyncio.Future[bool], value: bool) -> None:
+    if not fut.done():
+        fut.set_result(value)
