@@ -9,9 +9,7 @@ slave dispatch what the log holds past the queues. Dispatching is idempotent.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -25,7 +23,6 @@ from rocketmq_py.remoting.protocol.message import (
 )
 from rocketmq_py.store.commit_log import AppendMessageResult, MessageExtBatch, MessageExtBrokerInner, RunEntry
 from rocketmq_py.store.config import SCHEDULE_TOPIC
-from rocketmq_py.store.consume_queue import ConsumeQueue
 from rocketmq_py.store.ha.ha_client import SlaveDivergedError
 from rocketmq_py.store.index_file import record_key_hashes
 from rocketmq_py.store.recovery import zero_from
@@ -41,16 +38,17 @@ log = logging.getLogger("rocketmq.store")
 # listener that has a use for them: most arrivals find no pull waiting).
 MessageArrivingListener = Callable[[str, int, int, int, int, str | bytes], None]
 
-_QUEUED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+# A record goes into its ConsumeQueue unless it is a transaction's half or rollback message.
+QUEUED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
 class CommitLogDispatcher:
-    """Builds the consume queues and (inline) the index from stored records, and reserves the
-    ConsumeQueue files a put will need before the CommitLog takes its records."""
+    """Builds the consume queues and (inline) the index from stored records."""
 
     def __init__(self, store: DefaultMessageStore, listener: MessageArrivingListener | None) -> None:
         self.store = store
         self.consume_queue_table = store.consume_queue_table  # the store's: one table, never replaced
+        self.find_consume_queue = store.consume_queue_store.find_consume_queue
         self.delay_level_table = store.delay_level_table
         self.index_service = store.index_service
         self.message_arriving_listener = listener
@@ -66,7 +64,7 @@ class CommitLogDispatcher:
             queues = self.consume_queue_table.get(msg.topic)
             cq = queues.get(msg.queue_id) if queues is not None else None
             if cq is None:
-                cq = self.store.find_consume_queue(msg.topic, msg.queue_id)
+                cq = self.find_consume_queue(msg.topic, msg.queue_id)
             tags_code = msg.tags_code
             if msg.topic == SCHEDULE_TOPIC:
                 # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
@@ -78,14 +76,18 @@ class CommitLogDispatcher:
         if self.index_inline:
             self.build_index(msg)
 
+    def dispatch_appended(self, msg: MessageExtBrokerInner, result: AppendMessageResult) -> None:
+        """``dispatch`` for a put's record, whose arrival may wake a held pull."""
+        self.dispatch(msg, result.wrote_bytes, True)
+
     def dispatch_batch(self, batch: MessageExtBatch, result: AppendMessageResult) -> None:
         """``dispatch`` for a batch: its units go into the ConsumeQueue in one write when they
         fit in the current file, else one by one."""
         units = result.units
         assert units is not None
         topic, queue_id, first = batch.topic, batch.queue_id, result.logics_offset
-        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-            cq = self.store.find_consume_queue(topic, queue_id)
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+            cq = self.find_consume_queue(topic, queue_id)
             if not cq.put_units(units, first):
                 for i, (offset, size, tags_code) in enumerate(units):
                     cq.put_message_position_info(offset, size, tags_code, first + i)
@@ -113,7 +115,7 @@ class CommitLogDispatcher:
                 queues = table.get(topic)
                 cq = queues.get(queue_id) if queues is not None else None
                 if cq is None:
-                    cq = self.store.find_consume_queue(topic, queue_id)
+                    cq = self.find_consume_queue(topic, queue_id)
                 # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
                 cq.put_message_position_info(offset, size, tags_code if topic != SCHEDULE_TOPIC else
                                              store_ts + self.delay_level_table.get(queue_id + 1, 0), queue_offset)
@@ -136,58 +138,6 @@ class CommitLogDispatcher:
             except OSError as exc:
                 # The record is stored and queued: it stays readable, only unfindable by key.
                 log.error("build index error (a full disk?), keys of the record at %d not indexed: %s", offset, exc)
-
-    # -- the ConsumeQueue files a put needs ---------------------------------------------------
-
-    def reserve_queue(self, topic: str, queue_id: int, count: int) -> ConsumeQueue | None:
-        """The ConsumeQueue files for ``count`` more units of a queue, made before the CommitLog
-        takes their records (``ConsumeQueue.reserve``); the queue when it was made for this put
-        (``drop_made`` removes it again if the put is refused)."""
-        queues = self.consume_queue_table.get(topic)
-        cq = queues.get(queue_id) if queues is not None else None
-        made = None
-        if cq is None:
-            cq = made = self.store.find_consume_queue(topic, queue_id)
-        if not cq.has_room(count):
-            try:
-                cq.reserve(self.store.commit_log.topic_queue_table.get((topic, queue_id), 0), count)
-            except OSError:
-                self.drop_made(made)
-                raise
-        return made
-
-    def reserve_run(self, entries: Sequence[RunEntry]) -> list[ConsumeQueue]:
-        count = len(entries)  # a bound on any one queue's share of the run
-        seen = set()
-        made: list[ConsumeQueue] = []
-        try:
-            for entry in entries:
-                if entry[6] & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                    key = entry[0], entry[1]
-                    if key not in seen:
-                        seen.add(key)
-                        cq = self.reserve_queue(key[0], key[1], count)
-                        if cq is not None:
-                            made.append(cq)
-        except OSError:
-            self.drop_made(*made)
-            raise
-        return made
-
-    def drop_made(self, *queues: ConsumeQueue | None) -> None:
-        """Queues made for a put that was refused, removed: a refused put leaves no trace."""
-        table = self.consume_queue_table
-        for cq in queues:
-            if cq is None:
-                continue
-            cq.destroy()
-            topic_queues = table.get(cq.topic)
-            if topic_queues is not None and topic_queues.get(cq.queue_id) is cq:
-                del topic_queues[cq.queue_id]
-                if not topic_queues:
-                    del table[cq.topic]
-                    with contextlib.suppress(OSError):
-                        os.rmdir(os.path.join(self.store.cq_root(), cq.topic))
 
 
 class ReputMessageService:

@@ -16,12 +16,14 @@ import contextlib
 import datetime as dt
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from rocketmq_py.remoting.protocol.message import TRANSACTION_ROLLBACK_TYPE, Host, decode_record
+from rocketmq_py.remoting.protocol.message import Host, decode_record
 from rocketmq_py.store.checkpoint import StoreCheckpoint
 from rocketmq_py.store.clean import CleanCommitLogService, CleanConsumeQueueService
 from rocketmq_py.store.commit_log import (
+    AppendMessageResult,
     AppendMessageStatus,
     CommitLog,
     MessageExtBatch,
@@ -30,8 +32,8 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.consume_queue_store import ConsumeQueueStore
 from rocketmq_py.store.dispatch import (
-    _QUEUED_TYPES,
     CommitLogDispatcher,
     MessageArrivingListener,
     ReputMessageService,
@@ -68,6 +70,7 @@ class StoreLockedError(RuntimeError):
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
+_P = TypeVar("_P", MessageExtBrokerInner, MessageExtBatch, Sequence[RunEntry])
 _APPENDED = AppendMessageStatus.PUT_OK
 _SLAVE = BrokerRole.SLAVE  # an Enum member read from its class costs 0.1 µs, every put
 
@@ -78,7 +81,6 @@ class DefaultMessageStore:
         self.config = config
         self.root = config.storePathRootDir
         self.commit_log = CommitLog(config)
-        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(os.path.join(self.root, "index"), config.maxHashSlotNum,
                                           config.maxIndexNum)
         self.checkpoint: StoreCheckpoint | None = None
@@ -95,6 +97,9 @@ class DefaultMessageStore:
         self.index_dispatch: IndexDispatchProcess | None = None
         self.shutdown_flag = True
         self.disk_full = False
+        self.consume_queue_store = ConsumeQueueStore(self.cq_root(), config.mappedFileSizeConsumeQueue,
+                                                     self.commit_log, self._space_check)
+        self.consume_queue_table = self.consume_queue_store.consume_queue_table
         self.dispatcher = CommitLogDispatcher(self, message_arriving_listener)
         self.reput_message_service = ReputMessageService(self)
         self.flush_commit_log_service = FlushRealTimeService(self)
@@ -102,7 +107,7 @@ class DefaultMessageStore:
         self.flush_consume_queue_service = FlushConsumeQueueService(self)
         self.clean_consume_queue_service = CleanConsumeQueueService(self)
         self.clean_commit_log_service = CleanCommitLogService(self, self.clean_consume_queue_service)
-        self.commit_log.queue.space_check = self.clean_commit_log_service.space_check
+        self.commit_log.queue.space_check = self._space_check
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         # Where the index child starts: the end of what the IndexFiles hold (set by recovery).
@@ -115,6 +120,9 @@ class DefaultMessageStore:
     @message_arriving_listener.setter
     def message_arriving_listener(self, listener: MessageArrivingListener | None) -> None:
         self.dispatcher.message_arriving_listener = listener
+
+    def _space_check(self, needed: int) -> None:
+        self.clean_commit_log_service.space_check(needed)
 
     def _abort_file(self) -> str:
         return os.path.join(self.root, "abort")
@@ -138,8 +146,8 @@ class DefaultMessageStore:
         last_exit_ok = not os.path.exists(self._abort_file())
         self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
         self.commit_log.queue.load()
+        self.consume_queue_store.load()
         recovery = StoreRecovery(self)
-        recovery.load_consume_queues()
         wait_for_previous_child(self.root, 10.0)
         self.index_service.load(last_exit_ok, self.checkpoint.index_msg_timestamp)
         self._index_from = recovery.recover(last_exit_ok)
@@ -289,71 +297,45 @@ class DefaultMessageStore:
             return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
         return replica_status
 
-    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """``put_messages`` without the flush wait, as ``append_message`` is for one.
-
-        Appends and dispatches in one step: nothing can run between a record landing in the log
-        and its queue unit, so a reader never sees a queue behind the log it was told about."""
-        if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
-                (refused := self._refused()) is not None:
-            return refused
-        made = None
-        try:
-            if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                made = self.dispatcher.reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
-            result = self.commit_log.append_batch(batch)
-        except OSError as exc:
-            self.dispatcher.drop_made(made)
-            return self._create_failed(exc)
-        if result.status is not _APPENDED:
-            self.dispatcher.drop_made(made)
-            return not_appended(result)
-        self.dispatcher.dispatch_batch(batch, result)
-        if self.index_dispatch is not None:
-            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
-        return PutMessageResult(_PUT_OK, result)
-
     def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
-        coroutine on the path most sends take. The same steps as ``append_run``."""
-        if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
-                (refused := self._refused()) is not None:
-            return refused
-        made = None
-        try:
-            if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in _QUEUED_TYPES:
-                made = self.dispatcher.reserve_queue(msg.topic, msg.queue_id, 1)
-            result = self.commit_log.append_message(msg)
-        except OSError as exc:
-            self.dispatcher.drop_made(made)
-            return self._create_failed(exc)
-        if result.status is not _APPENDED:
-            self.dispatcher.drop_made(made)
-            return not_appended(result)
-        self.dispatcher.dispatch(msg, result.wrote_bytes, True)
-        if self.index_dispatch is not None:
-            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
-        return PutMessageResult(_PUT_OK, result)
+        coroutine on the path most sends take."""
+        return self._append(msg, self.consume_queue_store.reserve_message, self.commit_log.append_message,
+                            self.dispatcher.dispatch_appended)
+
+    def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """``put_messages`` without the flush wait, as ``append_message`` is for one."""
+        return self._append(batch, self.consume_queue_store.reserve_batch, self.commit_log.append_batch,
+                            self.dispatcher.dispatch_batch)
 
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> PutMessageResult:
         """Messages in one go (``CommitLog.append_run``), each then queued, indexed and announced
-        to waiting pulls, with one result for them all: stored together or not at all. The same
-        steps as ``append_messages``."""
+        to waiting pulls, with one result for them all: stored together or not at all."""
+        return self._append(entries, self.consume_queue_store.reserve_run, self.commit_log.append_run,
+                            self.dispatcher.dispatch_run, born_host, store_host)
+
+    def _append(self, item: _P, reserve: Callable[[_P], Sequence[ConsumeQueue]],
+                append: Callable[..., AppendMessageResult], dispatch: Callable[[_P, AppendMessageResult], None],
+                *hosts: Host) -> PutMessageResult:
+        """Every put's steps: refused while shut down, a slave or on a full disk; the ConsumeQueue
+        files it needs made first (a refused put leaves none behind); the append and its dispatch
+        in one step: nothing can run between a record landing in the log and its queue unit, so a
+        reader never sees a queue behind the log it was told about."""
         if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
                 (refused := self._refused()) is not None:
             return refused
-        made: list[ConsumeQueue] = []
+        made: Sequence[ConsumeQueue] = ()
         try:
-            made = self.dispatcher.reserve_run(entries)
-            result = self.commit_log.append_run(entries, born_host, store_host)
+            made = reserve(item)
+            result = append(item, *hosts)
         except OSError as exc:
-            self.dispatcher.drop_made(*made)
+            self.consume_queue_store.drop_made(*made)
             return self._create_failed(exc)
         if result.status is not _APPENDED:
-            self.dispatcher.drop_made(*made)
+            self.consume_queue_store.drop_made(*made)
             return not_appended(result)
-        self.dispatcher.dispatch_run(entries, result)
+        dispatch(item, result)
         if self.index_dispatch is not None:
             self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
@@ -372,22 +354,11 @@ class DefaultMessageStore:
     # -- reads ------------------------------------------------------------------------------
 
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queues = self.consume_queue_table.get(topic)
-        if queues is None:
-            queues = self.consume_queue_table[topic] = {}
-        cq = queues.get(queue_id)
-        if cq is None:
-            cq = queues[queue_id] = ConsumeQueue(topic, queue_id, self.cq_root(),
-                                                 self.config.mappedFileSizeConsumeQueue)
-            cq.queue.space_check = self.clean_commit_log_service.space_check
-        return cq
-
-    def _existing_cq(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self.consume_queue_table.get(topic, {}).get(queue_id)
+        return self.consume_queue_store.find_consume_queue(topic, queue_id)
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     message_filter: MessageFilter = MATCH_ALL) -> GetMessageResult:
-        cq = self._existing_cq(topic, queue_id)
+        cq = self.consume_queue_store.existing(topic, queue_id)
         if cq is None:
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, next_begin_offset=0)
         min_offset, max_offset = cq.min_offset_in_queue, cq.max_offset_in_queue
@@ -450,59 +421,22 @@ class DefaultMessageStore:
             result.status = GetMessageStatus.MESSAGE_WAS_REMOVING if removing else GetMessageStatus.NO_MATCHED_MESSAGE
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self._existing_cq(topic, queue_id)
-        return cq.max_offset_in_queue if cq else 0
+        return self.consume_queue_store.get_max_offset_in_queue(topic, queue_id)
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        cq = self._existing_cq(topic, queue_id)
-        return cq.min_offset_in_queue if cq else -1
+        return self.consume_queue_store.get_min_offset_in_queue(topic, queue_id)
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
-        cq = self._existing_cq(topic, queue_id)
-        unit = cq.unit_at(cq_offset) if cq else None
-        return unit[0] if unit else 0
-
-    def _unit_store_timestamp(self, cq: ConsumeQueue, index: int) -> int:
-        unit = cq.unit_at(index)
-        return self.commit_log.pickup_store_timestamp(unit[0], unit[1]) if unit else -1
+        return self.consume_queue_store.get_commit_log_offset_in_queue(topic, queue_id, cq_offset)
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        """Binary search by store time: an exact match, else the nearer neighbour (Java's rule)."""
-        cq = self._existing_cq(topic, queue_id)
-        if cq is None:
-            return 0
-        low, high = cq.min_offset_in_queue, cq.max_offset_in_queue - 1
-        if high < low:
-            return 0
-        left, right = -1, -1
-        while low <= high:
-            mid = (low + high) // 2
-            ts = self._unit_store_timestamp(cq, mid)
-            if ts < 0:
-                return 0
-            if ts == timestamp:
-                return mid
-            if ts < timestamp:
-                left, low = mid, mid + 1
-            else:
-                right, high = mid, mid - 1
-        if left != -1 and right != -1:
-            left_diff = timestamp - self._unit_store_timestamp(cq, left)
-            right_diff = self._unit_store_timestamp(cq, right) - timestamp
-            return left if left_diff <= right_diff else right
-        if right != -1:
-            return right
-        return left + 1 if left != -1 else 0
+        return self.consume_queue_store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        cq = self._existing_cq(topic, queue_id)
-        if cq is None:
-            return -1
-        return self._unit_store_timestamp(cq, cq.min_offset_in_queue)
+        return self.consume_queue_store.get_earliest_message_time(topic, queue_id)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
-        cq = self._existing_cq(topic, queue_id)
-        return self._unit_store_timestamp(cq, cq_offset) if cq else -1
+        return self.consume_queue_store.get_message_store_timestamp(topic, queue_id, cq_offset)
 
     def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         """The stored record at a CommitLog offset (VIEW_MESSAGE_BY_ID)."""
@@ -561,18 +495,7 @@ class DefaultMessageStore:
         return self.commit_log.min_offset
 
     def delete_topics(self, topics: set[str]) -> int:
-        count = 0
-        for topic in topics:
-            queues = self.consume_queue_table.pop(topic, None)
-            if not queues:
-                continue
-            for qid, cq in queues.items():
-                cq.destroy()
-                self.commit_log.topic_queue_table.pop((topic, qid), None)
-                count += 1
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.join(self.cq_root(), topic))
-        return count
+        return self.consume_queue_store.delete_topics(topics)
 
     # -- retention (clean.py) -----------------------------------------------------------------
 

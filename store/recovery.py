@@ -33,17 +33,6 @@ class StoreRecovery:
         self.commit_log = store.commit_log
         self.dispatcher = store.dispatcher
 
-    def load_consume_queues(self) -> None:
-        root = self.store.cq_root()
-        if not os.path.isdir(root):
-            return
-        for topic in os.listdir(root):
-            tdir = os.path.join(root, topic)
-            for qid in os.listdir(tdir):
-                if qid.lstrip("-").isdigit():
-                    cq = self.store.find_consume_queue(topic, int(qid))
-                    cq.load()
-
     def recover(self, last_exit_ok: bool) -> int:
         """Recovers; where the index child should resume (0 when the index is built inline)."""
         config = self.store.config

@@ -1,0 +1,188 @@
+"""ConsumeQueueStore: the table of every (topic, queue id)'s ConsumeQueue and what is asked of a
+queue by name -- its bounds, the unit nearest a store time, the files a put will need (RocketMQ
+5's ConsumeQueueStore; 4.9 keeps these in DefaultMessageStore)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Sequence
+
+from rocketmq_py.remoting.protocol.message import TRANSACTION_ROLLBACK_TYPE
+from rocketmq_py.store.commit_log import CommitLog, MessageExtBatch, MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.consume_queue import ConsumeQueue
+from rocketmq_py.store.dispatch import QUEUED_TYPES
+
+
+class ConsumeQueueStore:
+    def __init__(self, root: str, file_size: int, commit_log: CommitLog,
+                 space_check: Callable[[int], None]) -> None:
+        self.root = root
+        self.file_size = file_size
+        self.commit_log = commit_log
+        self.space_check = space_check
+        # Never replaced (cleared, at most): the dispatcher and the store hold this same dict.
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+
+    def load(self) -> None:
+        if not os.path.isdir(self.root):
+            return
+        for topic in os.listdir(self.root):
+            for qid in os.listdir(os.path.join(self.root, topic)):
+                if qid.lstrip("-").isdigit():
+                    self.find_consume_queue(topic, int(qid)).load()
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The queue, made (with no file yet) when it does not exist."""
+        queues = self.consume_queue_table.get(topic)
+        if queues is None:
+            queues = self.consume_queue_table[topic] = {}
+        cq = queues.get(queue_id)
+        if cq is None:
+            cq = queues[queue_id] = ConsumeQueue(topic, queue_id, self.root, self.file_size)
+            cq.queue.space_check = self.space_check
+        return cq
+
+    def existing(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queue_table.get(topic, {}).get(queue_id)
+
+    def all_queues(self) -> list[ConsumeQueue]:
+        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+
+    # -- by name ----------------------------------------------------------------------------
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.existing(topic, queue_id)
+        return cq.max_offset_in_queue if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.existing(topic, queue_id)
+        return cq.min_offset_in_queue if cq else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.existing(topic, queue_id)
+        unit = cq.unit_at(cq_offset) if cq else None
+        return unit[0] if unit else 0
+
+    def _unit_store_timestamp(self, cq: ConsumeQueue, index: int) -> int:
+        unit = cq.unit_at(index)
+        return self.commit_log.pickup_store_timestamp(unit[0], unit[1]) if unit else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """Binary search by store time: an exact match, else the nearer neighbour (Java's rule)."""
+        cq = self.existing(topic, queue_id)
+        if cq is None:
+            return 0
+        low, high = cq.min_offset_in_queue, cq.max_offset_in_queue - 1
+        if high < low:
+            return 0
+        left, right = -1, -1
+        while low <= high:
+            mid = (low + high) // 2
+            ts = self._unit_store_timestamp(cq, mid)
+            if ts < 0:
+                return 0
+            if ts == timestamp:
+                return mid
+            if ts < timestamp:
+                left, low = mid, mid + 1
+            else:
+                right, high = mid, mid - 1
+        if left != -1 and right != -1:
+            left_diff = timestamp - self._unit_store_timestamp(cq, left)
+            right_diff = self._unit_store_timestamp(cq, right) - timestamp
+            return left if left_diff <= right_diff else right
+        if right != -1:
+            return right
+        return left + 1 if left != -1 else 0
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.existing(topic, queue_id)
+        if cq is None:
+            return -1
+        return self._unit_store_timestamp(cq, cq.min_offset_in_queue)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.existing(topic, queue_id)
+        return self._unit_store_timestamp(cq, cq_offset) if cq else -1
+
+    def delete_topics(self, topics: set[str]) -> int:
+        count = 0
+        for topic in topics:
+            queues = self.consume_queue_table.pop(topic, None)
+            if not queues:
+                continue
+            for qid, cq in queues.items():
+                cq.destroy()
+                self.commit_log.topic_queue_table.pop((topic, qid), None)
+                count += 1
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(self.root, topic))
+        return count
+
+    # -- the files a put needs ----------------------------------------------------------------
+
+    def reserve_queue(self, topic: str, queue_id: int, count: int) -> ConsumeQueue | None:
+        """The ConsumeQueue files for ``count`` more units of a queue, made before the CommitLog
+        takes their records (``ConsumeQueue.reserve``); the queue when it was made for this put
+        (``drop_made`` removes it again if the put is refused)."""
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        made = None
+        if cq is None:
+            cq = made = self.find_consume_queue(topic, queue_id)
+        if not cq.has_room(count):
+            try:
+                cq.reserve(self.commit_log.topic_queue_table.get((topic, queue_id), 0), count)
+            except OSError:
+                self.drop_made(made)
+                raise
+        return made
+
+    def reserve_message(self, msg: MessageExtBrokerInner) -> tuple[ConsumeQueue, ...]:
+        """``reserve_queue`` for one message: the queues made for it."""
+        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+            made = self.reserve_queue(msg.topic, msg.queue_id, 1)
+            if made is not None:
+                return made,
+        return ()
+
+    def reserve_batch(self, batch: MessageExtBatch) -> tuple[ConsumeQueue, ...]:
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+            made = self.reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
+            if made is not None:
+                return made,
+        return ()
+
+    def reserve_run(self, entries: Sequence[RunEntry]) -> list[ConsumeQueue]:
+        count = len(entries)  # a bound on any one queue's share of the run
+        seen = set()
+        made: list[ConsumeQueue] = []
+        try:
+            for entry in entries:
+                if entry[6] & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+                    key = entry[0], entry[1]
+                    if key not in seen:
+                        seen.add(key)
+                        cq = self.reserve_queue(key[0], key[1], count)
+                        if cq is not None:
+                            made.append(cq)
+        except OSError:
+            self.drop_made(*made)
+            raise
+        return made
+
+    def drop_made(self, *queues: ConsumeQueue | None) -> None:
+        """Queues made for a put that was refused, removed: a refused put leaves no trace."""
+        table = self.consume_queue_table
+        for cq in queues:
+            if cq is None:
+                continue
+            cq.destroy()
+            topic_queues = table.get(cq.topic)
+            if topic_queues is not None and topic_queues.get(cq.queue_id) is cq:
+                del topic_queues[cq.queue_id]
+                if not topic_queues:
+                    del table[cq.topic]
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(self.root, cq.topic))
