@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketmq_py.store.consume_queue import ConsumeQueue
+from rocketmq_py.store.message_result import PutMessageStatus
 
 if TYPE_CHECKING:
     from rocketmq_py.store.message_store import DefaultMessageStore
@@ -194,6 +195,46 @@ class FlushConsumeQueueService:
         if reported:
             return reported
         return store.checkpoint.index_msg_timestamp if store.checkpoint is not None else 0
+
+
+async def stored_to(store: DefaultMessageStore, offset: int) -> PutMessageStatus:
+    """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
+    up to ``offset``, both awaited at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
+    FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE when no slave is connected
+    or it is more than haSlaveFallbehindMax behind (the flush's status first, as in Java).
+    Java's CommitLog.handleDiskFlushAndHA."""
+    flushed = store.group_commit_service.flushed_to(offset) if store.sync_flush else None
+    replicated = None
+    replica_status = PutMessageStatus.PUT_OK
+    if store.sync_master:
+        if store.ha_service.is_slave_ok(offset):
+            replicated = store.ha_service.wait_transfer(offset)
+        else:
+            replica_status = PutMessageStatus.SLAVE_NOT_AVAILABLE
+    if flushed is not None and not await flushed:
+        if replicated is not None:
+            await replicated
+        return PutMessageStatus.FLUSH_DISK_TIMEOUT
+    if replicated is not None and not await replicated:
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+    return replica_status
+
+
+def flush_all(store: DefaultMessageStore, index_complete: bool = True) -> None:
+    """Everything on disk and the checkpoint written: the store's last act at shutdown."""
+    store.commit_log.queue.flush()
+    for queues in list(store.consume_queue_table.values()):
+        for cq in list(queues.values()):
+            cq.flush()
+    store.index_service.flush()
+    if store.checkpoint is not None:
+        ts = store.commit_log.last_store_timestamp
+        if ts:
+            store.checkpoint.physic_msg_timestamp = ts
+            store.checkpoint.logics_msg_timestamp = ts
+            store.checkpoint.index_msg_timestamp = ts if index_complete else \
+                store.flush_consume_queue_service.index_flushed_timestamp(ts)
+        store.checkpoint.flush()
 
 
 def _flush_queues(queues: list[ConsumeQueue]) -> None:

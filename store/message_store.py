@@ -19,7 +19,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocketmq_py.remoting.protocol.message import Host, decode_record
+from rocketmq_py.remoting.protocol.message import Host
+from rocketmq_py.store import get_message
 from rocketmq_py.store.checkpoint import StoreCheckpoint
 from rocketmq_py.store.clean import CleanCommitLogService, CleanConsumeQueueService
 from rocketmq_py.store.commit_log import (
@@ -31,14 +32,20 @@ from rocketmq_py.store.commit_log import (
     RunEntry,
 )
 from rocketmq_py.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, parse_delay_levels
-from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.consume_queue import ConsumeQueue
 from rocketmq_py.store.consume_queue_store import ConsumeQueueStore
 from rocketmq_py.store.dispatch import (
     CommitLogDispatcher,
     MessageArrivingListener,
     ReputMessageService,
 )
-from rocketmq_py.store.flush import FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from rocketmq_py.store.flush import (
+    FlushConsumeQueueService,
+    FlushRealTimeService,
+    GroupCommitService,
+    flush_all,
+    stored_to,
+)
 from rocketmq_py.store.ha.ha_service import HAService
 from rocketmq_py.store.index_dispatch import CHILD_SUPPORTED, IndexDispatchProcess, wait_for_previous_child
 from rocketmq_py.store.index_file import IndexService
@@ -52,21 +59,13 @@ from rocketmq_py.store.message_result import (
     PutMessageStatus,
     not_appended,
 )
-from rocketmq_py.store.recovery import NEVER, StoreRecovery
+from rocketmq_py.store.recovery import StoreRecovery
+from rocketmq_py.store.store_lock import StoreLockedError, lock_store
 
 __all__ = ["MATCH_ALL", "DefaultMessageStore", "GetMessageResult", "GetMessageStatus", "MessageArrivingListener",
            "MessageFilter", "PutMessageResult", "PutMessageStatus", "StoreLockedError"]
 
 log = logging.getLogger("rocketmq.store")
-
-
-class StoreLockedError(RuntimeError):
-    """The store directory is held by another running store (Java's "Lock failed, MQ already
-    started"): two writers on one CommitLog would corrupt it, so the second refuses to start."""
-
-    def __init__(self, root: str) -> None:
-        super().__init__(f"Lock failed, MQ already started: {root} is used by another store")
-        self.root = root
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -90,9 +89,7 @@ class DefaultMessageStore:
         # A put acknowledged with waitStoreMsgOK waits for something: the flush, the slave or both.
         self.sync_put = self.sync_flush or self.sync_master
         self.ha_service = HAService(self)
-        # Unknown RAM: never suggest the slave on its account.
-        ram = _physical_memory()
-        self._memory_for_messages = ram * config.accessMessageInMemoryMaxRatio // 100 if ram else NEVER
+        self.memory_for_messages = get_message.memory_for_messages(config.accessMessageInMemoryMaxRatio)
         self.delay_level_table = parse_delay_levels(config.messageDelayLevel)
         self.index_dispatch: IndexDispatchProcess | None = None
         self.shutdown_flag = True
@@ -142,7 +139,7 @@ class DefaultMessageStore:
 
     def load_sync(self) -> bool:
         os.makedirs(self.root, exist_ok=True)
-        self._lock()
+        self._lock_fd = lock_store(self.root)
         last_exit_ok = not os.path.exists(self._abort_file())
         self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
         self.commit_log.queue.load()
@@ -155,20 +152,6 @@ class DefaultMessageStore:
             pass
         log.info("load over, and the result is OK, last shutdown %s", "normal" if last_exit_ok else "abnormal")
         return last_exit_ok
-
-    def _lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:
-            log.warning("the store lock is POSIX-only: nothing stops a second broker on %s here", self.root)
-            return
-        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise StoreLockedError(self.root) from None
-        self._lock_fd = fd
 
     async def start(self) -> None:
         self.shutdown_flag = False
@@ -224,19 +207,7 @@ class DefaultMessageStore:
             self._lock_fd = None
 
     def _flush_all(self, index_complete: bool = True) -> None:
-        self.commit_log.queue.flush()
-        for queues in list(self.consume_queue_table.values()):
-            for cq in list(queues.values()):
-                cq.flush()
-        self.index_service.flush()
-        if self.checkpoint is not None:
-            ts = self.commit_log.last_store_timestamp
-            if ts:
-                self.checkpoint.physic_msg_timestamp = ts
-                self.checkpoint.logics_msg_timestamp = ts
-                self.checkpoint.index_msg_timestamp = ts if index_complete else \
-                    self.flush_consume_queue_service.index_flushed_timestamp(ts)
-            self.checkpoint.flush()
+        flush_all(self, index_complete)
 
     # -- puts -------------------------------------------------------------------------------
 
@@ -273,29 +244,11 @@ class DefaultMessageStore:
         append = result.append_result
         if result.status is not _PUT_OK or append is None:
             return result
-        status = await self.stored_to(append.wrote_offset + append.wrote_bytes)
+        status = await stored_to(self, append.wrote_offset + append.wrote_bytes)
         return result if status is _PUT_OK else PutMessageResult(status, append)
 
     async def stored_to(self, offset: int) -> PutMessageStatus:
-        """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
-        up to ``offset``, both awaited at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
-        FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE when no slave is connected
-        or it is more than haSlaveFallbehindMax behind (the flush's status first, as in Java)."""
-        flushed = self.group_commit_service.flushed_to(offset) if self.sync_flush else None
-        replicated = None
-        replica_status = _PUT_OK
-        if self.sync_master:
-            if self.ha_service.is_slave_ok(offset):
-                replicated = self.ha_service.wait_transfer(offset)
-            else:
-                replica_status = PutMessageStatus.SLAVE_NOT_AVAILABLE
-        if flushed is not None and not await flushed:
-            if replicated is not None:
-                await replicated
-            return PutMessageStatus.FLUSH_DISK_TIMEOUT
-        if replicated is not None and not await replicated:
-            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
-        return replica_status
+        return await stored_to(self, offset)
 
     def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
@@ -358,67 +311,7 @@ class DefaultMessageStore:
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     message_filter: MessageFilter = MATCH_ALL) -> GetMessageResult:
-        cq = self.consume_queue_store.existing(topic, queue_id)
-        if cq is None:
-            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, next_begin_offset=0)
-        min_offset, max_offset = cq.min_offset_in_queue, cq.max_offset_in_queue
-        result = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, min_offset=min_offset, max_offset=max_offset)
-        if max_offset == 0:
-            result.next_begin_offset = 0
-        elif offset < min_offset:
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
-        elif offset == max_offset:
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
-        elif offset > max_offset:
-            result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
-            result.next_begin_offset = min_offset if min_offset == 0 else max_offset
-        else:
-            self._read_queue(cq, offset, max_msg_nums, message_filter, result)
-        return result
-
-    def _read_queue(self, cq: ConsumeQueue, offset: int, max_msg_nums: int, message_filter: MessageFilter,
-                    result: GetMessageResult) -> None:
-        cfg = self.config
-        units = cq.units_from(offset, max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE))
-        if units is None:
-            result.status = GetMessageStatus.OFFSET_FOUND_NULL
-            file_size = cq.file_size // CQ_STORE_UNIT_SIZE
-            result.next_begin_offset = (offset // file_size + 1) * file_size
-            return
-        max_count = min(max_msg_nums, cfg.maxTransferCountOnMessageInMemory)
-        min_phy = self.commit_log.min_offset
-        total = 0
-        scanned = 0
-        last_phy = -1
-        removing = False
-        for phy, size, tags_code in units:
-            if len(result.buffers) >= max_count or (
-                    result.buffers and total + size > cfg.maxTransferBytesOnMessageInMemory):
-                break
-            scanned += 1
-            if size == 0x7FFFFFFF:
-                continue
-            if phy < min_phy:
-                removing = True
-                continue
-            if not message_filter.is_matched_by_consume_queue(tags_code):
-                continue
-            data = self.commit_log.get_data(phy, size)
-            if data is None:
-                removing = True
-                continue
-            result.buffers.append(data)
-            total += size
-            last_phy = phy
-        result.next_begin_offset = offset + scanned
-        if last_phy >= 0:
-            # Java's rule: what lies further behind the log's end than accessMessageInMemoryMaxRatio
-            # of RAM is read from disk, and a master may point such a consumer at its slave.
-            result.suggest_pulling_from_slave = self.commit_log.max_offset - last_phy > self._memory_for_messages
-        if result.buffers:
-            result.status = GetMessageStatus.FOUND
-        else:
-            result.status = GetMessageStatus.MESSAGE_WAS_REMOVING if removing else GetMessageStatus.NO_MATCHED_MESSAGE
+        return get_message.get_message(self, group, topic, queue_id, offset, max_msg_nums, message_filter)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         return self.consume_queue_store.get_max_offset_in_queue(topic, queue_id)
@@ -440,32 +333,10 @@ class DefaultMessageStore:
 
     def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         """The stored record at a CommitLog offset (VIEW_MESSAGE_BY_ID)."""
-        if size is None:
-            head = self.commit_log.get_data(commit_log_offset, 4)
-            if head is None:
-                return None
-            size = int.from_bytes(head, "big", signed=True)
-            if size <= 0:
-                return None
-        return self.commit_log.get_data(commit_log_offset, size)
+        return get_message.look_message_by_offset(self, commit_log_offset, size)
 
     async def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[bytes]:
-        """Records whose KEYS or UNIQ_KEY equal ``key`` (hashes re-checked on the records).
-        Read your writes: a key whose put has returned is findable. The wait for the index
-        child leaves the event loop free, and a stuck child costs a query one second."""
-        if self.index_dispatch is not None:
-            await self.index_dispatch.wait_indexed_async(1.0)
-            self.index_service.refresh()
-        found = []
-        for phy in self.index_service.query_offset(topic, key, max_num, begin, end):
-            data = self.look_message_by_offset(phy)
-            if data is None:
-                continue
-            msg = decode_record(data, read_body=False)
-            keys = (msg.properties.get("KEYS") or "").split(" ")
-            if msg.topic == topic and (key in keys or msg.properties.get("UNIQ_KEY") == key):
-                found.append(data)
-        return found
+        return await get_message.query_message(self, topic, key, max_num, begin, end)
 
     # -- replication (a slave's side; docs/ha.md) ----------------------------------------------
 
@@ -515,12 +386,3 @@ class DefaultMessageStore:
 
     async def clean_resources(self, now: dt.datetime | None = None) -> int:
         return await self.clean_commit_log_service.clean_resources(now)
-
-
-def _physical_memory() -> int:
-    """The machine's RAM in bytes (Java's StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE); 0 where the
-    platform cannot say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return 0
