@@ -26,9 +26,9 @@ from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
+    QUEUED_TRANSACTION_TYPES,
     STOREHOSTADDRESS_V6_FLAG,
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
     Host,
     MessageConst,
     MessageExt,
@@ -177,11 +177,9 @@ _BLANK = struct.Struct(">ii")
 _HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
 _HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
 _HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
-_TRAN_TYPE_MASK = 0x3 << 2
 # The host address bits of a record's sysFlag are the store's to set from the hosts it writes: a
 # sender's would make readers take 8-byte hosts for 20-byte ones and misread the record.
 _NOT_HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-_QUEUED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
 # Recovery's scan: a record's head up to an IPv4 record's body length, where the body length
 # is by host lengths, and the topics already found whole.
@@ -257,7 +255,7 @@ class CommitLog:
         assert offset is not None  # an empty append fits any file
         store_ts = int(time.time() * 1000)
         key = (batch.topic, batch.queue_id)
-        queued = (batch.sys_flag & _TRAN_TYPE_MASK) in _QUEUED
+        queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
         first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
         try:
             built = self._build_batch(batch, topic, offset, first_queue_offset, queued, store_ts)
@@ -405,7 +403,7 @@ class CommitLog:
         queue_offsets = []
         for (topic_name, queue_id, body, flag, props, tags_code, sys_flag, born_ts, reconsume, prepared), topic in zip(
                 entries, encoded, strict=True):
-            if (sys_flag & _TRAN_TYPE_MASK) in _QUEUED:
+            if sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
                 key = (topic_name, queue_id)
                 queue_offset = taken.get(key)
                 if queue_offset is None:
@@ -454,7 +452,7 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         store_ts = int(time.time() * 1000)
         sys_flag = msg.sys_flag
-        queued = (sys_flag & _TRAN_TYPE_MASK) in _QUEUED
+        queued = sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
         if queued:
             key = (topic_key, msg.queue_id)
             table = self.topic_queue_table
@@ -529,7 +527,8 @@ class CommitLog:
         # Positions are file positions; ``index_from`` and ``pending``'s test are made on them.
         index_at = index_from - file_from_offset
         # Locals: this loop runs once per record of a gigabyte file.
-        queued, tran_mask, magic_code, body_len_at = _QUEUED, _TRAN_TYPE_MASK, MESSAGE_MAGIC_CODE, _BODY_LEN_AT
+        queued, tran_mask, magic_code = QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE, MESSAGE_MAGIC_CODE
+        body_len_at = _BODY_LEN_AT
         with memoryview(mm) as view:
             # Every record is at least 91 bytes: below that only a BLANK filler can follow.
             last = limit - 91

@@ -8,10 +8,9 @@ import contextlib
 import os
 from collections.abc import Callable, Sequence
 
-from rocketmq_py.remoting.protocol.message import TRANSACTION_ROLLBACK_TYPE
+from rocketmq_py.remoting.protocol.message import QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE
 from rocketmq_py.store.commit_log import CommitLog, MessageExtBatch, MessageExtBrokerInner, RunEntry
 from rocketmq_py.store.consume_queue import ConsumeQueue
-from rocketmq_py.store.dispatch import QUEUED_TYPES
 
 
 class ConsumeQueueStore:
@@ -141,14 +140,14 @@ class ConsumeQueueStore:
 
     def reserve_message(self, msg: MessageExtBrokerInner) -> tuple[ConsumeQueue, ...]:
         """``reserve_queue`` for one message: the queues made for it."""
-        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             made = self.reserve_queue(msg.topic, msg.queue_id, 1)
             if made is not None:
                 return made,
         return ()
 
     def reserve_batch(self, batch: MessageExtBatch) -> tuple[ConsumeQueue, ...]:
-        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             made = self.reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
             if made is not None:
                 return made,
@@ -160,7 +159,7 @@ class ConsumeQueueStore:
         made: list[ConsumeQueue] = []
         try:
             for entry in entries:
-                if entry[6] & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+                if entry[6] & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
                     key = entry[0], entry[1]
                     if key not in seen:
                         seen.add(key)

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
-    TRANSACTION_COMMIT_TYPE,
-    TRANSACTION_NOT_TYPE,
+    QUEUED_TRANSACTION_TYPES,
     TRANSACTION_ROLLBACK_TYPE,
 )
 from rocketmq_py.store.commit_log import AppendMessageResult, MessageExtBatch, MessageExtBrokerInner, RunEntry
@@ -38,9 +37,6 @@ log = logging.getLogger("rocketmq.store")
 # listener that has a use for them: most arrivals find no pull waiting).
 MessageArrivingListener = Callable[[str, int, int, int, int, str | bytes], None]
 
-# A record goes into its ConsumeQueue unless it is a transaction's half or rollback message.
-QUEUED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
-
 
 class CommitLogDispatcher:
     """Builds the consume queues and (inline) the index from stored records."""
@@ -59,17 +55,13 @@ class CommitLogDispatcher:
     def dispatch(self, msg: MessageExtBrokerInner, size: int, notify: bool) -> None:
         """One record's queue unit and index keys; ``notify``: a put's (not recovery's), which
         may wake a held pull."""
-        tran = msg.sys_flag & TRANSACTION_ROLLBACK_TYPE
-        if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+        if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             queues = self.consume_queue_table.get(msg.topic)
             cq = queues.get(msg.queue_id) if queues is not None else None
             if cq is None:
                 cq = self.find_consume_queue(msg.topic, msg.queue_id)
-            tags_code = msg.tags_code
-            if msg.topic == SCHEDULE_TOPIC:
-                # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
-                tags_code = msg.store_timestamp + self.delay_level_table.get(msg.queue_id + 1, 0)
-            cq.put_message_position_info(msg.commit_log_offset, size, tags_code, msg.queue_offset)
+            cq.put_message_position_info(msg.commit_log_offset, size, msg.tags_code if msg.topic != SCHEDULE_TOPIC else
+                                         self.delivery_time(msg.queue_id, msg.store_timestamp), msg.queue_offset)
             if notify and self.message_arriving_listener is not None:
                 self.message_arriving_listener(msg.topic, msg.queue_id, msg.queue_offset + 1, msg.tags_code,
                                                msg.store_timestamp, msg.properties_string)
@@ -86,7 +78,7 @@ class CommitLogDispatcher:
         units = result.units
         assert units is not None
         topic, queue_id, first = batch.topic, batch.queue_id, result.logics_offset
-        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TYPES:
+        if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             cq = self.find_consume_queue(topic, queue_id)
             if not cq.put_units(units, first):
                 for i, (offset, size, tags_code) in enumerate(units):
@@ -111,18 +103,22 @@ class CommitLogDispatcher:
         for (topic, queue_id, _, _, props, tags_code, sys_flag, _, _, _), (offset, size, _), queue_offset in \
                 zip(entries, units, result.queue_offsets, strict=True):
             tran = sys_flag & TRANSACTION_ROLLBACK_TYPE
-            if tran == TRANSACTION_NOT_TYPE or tran == TRANSACTION_COMMIT_TYPE:
+            if tran in QUEUED_TRANSACTION_TYPES:
                 queues = table.get(topic)
                 cq = queues.get(queue_id) if queues is not None else None
                 if cq is None:
                     cq = self.find_consume_queue(topic, queue_id)
-                # A parked delayed message's tag field is its delivery time (docs/store-formats.md#delay-levels).
                 cq.put_message_position_info(offset, size, tags_code if topic != SCHEDULE_TOPIC else
-                                             store_ts + self.delay_level_table.get(queue_id + 1, 0), queue_offset)
+                                             self.delivery_time(queue_id, store_ts), queue_offset)
                 if listener is not None:
                     listener(topic, queue_id, queue_offset + 1, tags_code, store_ts, props)
             if self.index_inline and tran != TRANSACTION_ROLLBACK_TYPE:
                 self.index_record(f"{topic}#".encode(), props, offset, store_ts)
+
+    def delivery_time(self, queue_id: int, store_timestamp: int) -> int:
+        """A SCHEDULE_TOPIC_XXXX unit's tag field: not a tag hash but the parked message's delivery
+        time, its queue being its delay level - 1 (docs/store-formats.md#delay-levels)."""
+        return store_timestamp + self.delay_level_table.get(queue_id + 1, 0)
 
     def build_index(self, msg: MessageExtBrokerInner) -> None:
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:

@@ -32,6 +32,12 @@ STOREHOSTADDRESS_V6_FLAG = 0x20
 COMPRESSION_ZLIB = 0x300
 
 
+# The transaction types whose records go into their ConsumeQueue: a prepared (half) or rolled-back
+# message stays in the CommitLog only. The one spelling of the rule, fast enough for every put:
+# ``sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES``.
+QUEUED_TRANSACTION_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+
+
 def transaction_type(sys_flag: int) -> int:
     return sys_flag & TRANSACTION_ROLLBACK_TYPE
 
