@@ -11,7 +11,9 @@ from rocketmq_py.namesrv.kv_config import KVConfigManager
 from rocketmq_py.namesrv.processor import DefaultRequestProcessor
 from rocketmq_py.namesrv.route_info import RouteInfoManager
 from rocketmq_py.remoting.atomic_file import write_file_atomically
+from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
+from rocketmq_py.remoting.processor import ProcessorFunc
 from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties
 from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.remoting.server_config import NettyServerConfig
@@ -47,7 +49,7 @@ class NamesrvController:
         self.kv_config_manager = KVConfigManager(self.namesrv_config.kvConfigPath)
         self.remoting_server = RemotingServer(self.server_config.to_server_config(),
                                               BrokerHousekeepingService(self.route_info_manager))
-        DefaultRequestProcessor(self).register(self.remoting_server)
+        self._register_processors()
         cfg = self.namesrv_config
         self.access_validator: PlainAccessValidator | None = None
         if cfg.aclEnable:
@@ -55,6 +57,35 @@ class NamesrvController:
                                                                      cfg.aclWatchInterval)
             self.access_validator.install(self.remoting_server)
         self._tasks: list[asyncio.Task[None]] = []
+
+    def _register_processors(self) -> None:
+        """The NameServer's processor table: every request code it answers, in one place, as
+        Java's NamesrvController.registerProcessor does (one DefaultRequestProcessor for all)."""
+        processor = DefaultRequestProcessor(self)
+        rows: list[tuple[RequestCode, ProcessorFunc]] = [
+            (RequestCode.PUT_KV_CONFIG, processor.put_kv_config),
+            (RequestCode.GET_KV_CONFIG, processor.get_kv_config),
+            (RequestCode.DELETE_KV_CONFIG, processor.delete_kv_config),
+            (RequestCode.GET_KVLIST_BY_NAMESPACE, processor.get_kv_list_by_namespace),
+            (RequestCode.QUERY_DATA_VERSION, processor.query_data_version),
+            (RequestCode.REGISTER_BROKER, processor.register_broker),
+            (RequestCode.UNREGISTER_BROKER, processor.unregister_broker),
+            (RequestCode.GET_ROUTEINFO_BY_TOPIC, processor.get_route_info_by_topic),
+            (RequestCode.GET_BROKER_CLUSTER_INFO, processor.get_broker_cluster_info),
+            (RequestCode.WIPE_WRITE_PERM_OF_BROKER, processor.wipe_write_perm_of_broker),
+            (RequestCode.ADD_WRITE_PERM_OF_BROKER, processor.add_write_perm_of_broker),
+            (RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, processor.get_all_topic_list),
+            (RequestCode.DELETE_TOPIC_IN_NAMESRV, processor.delete_topic_in_namesrv),
+            (RequestCode.GET_TOPICS_BY_CLUSTER, processor.get_topics_by_cluster),
+            (RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS, processor.get_system_topic_list),
+            (RequestCode.GET_UNIT_TOPIC_LIST, processor.get_unit_topic_list),
+            (RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST, processor.get_has_unit_sub_topic_list),
+            (RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST, processor.get_has_unit_sub_un_unit_topic_list),
+            (RequestCode.UPDATE_NAMESRV_CONFIG, processor.update_config),
+            (RequestCode.GET_NAMESRV_CONFIG, processor.get_config),
+        ]
+        for code, handler in rows:
+            self.remoting_server.register_processor(code, handler)
 
     @property
     def address(self) -> str:

@@ -1,4 +1,5 @@
-"""The NameServer's request table (Java's DefaultRequestProcessor), one handler per code.
+"""The NameServer's request handlers (Java's DefaultRequestProcessor), one per code; their table is
+NamesrvController._register_processors.
 
 Every handler validates what it reads and answers bad input with an error code and a remark;
 nothing a client sends can change the registry unless the whole request is valid.
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 
 from rocketmq_py.namesrv.config import CONFIG_BLACK_LIST
 from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
-from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.header import INT32_MAX
@@ -40,7 +41,6 @@ from rocketmq_py.remoting.protocol.namesrv import (
 )
 from rocketmq_py.remoting.protocol.route import MASTER_ID, RegisterBrokerBody, TopicList
 from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper, queue_nums_problem
-from rocketmq_py.remoting.server import RemotingServer
 
 if TYPE_CHECKING:
     from rocketmq_py.namesrv.controller import NamesrvController
@@ -58,32 +58,6 @@ class DefaultRequestProcessor:
         self.controller = controller
         self.routes = controller.route_info_manager
         self.kv = controller.kv_config_manager
-
-    def register(self, server: RemotingServer) -> None:
-        table = {
-            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
-            RequestCode.GET_KV_CONFIG: self.get_kv_config,
-            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
-            RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
-            RequestCode.QUERY_DATA_VERSION: self.query_data_version,
-            RequestCode.REGISTER_BROKER: self.register_broker,
-            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
-            RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic,
-            RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
-            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
-            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
-            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
-            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
-            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
-            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
-            RequestCode.GET_UNIT_TOPIC_LIST: self.get_unit_topic_list,
-            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self.get_has_unit_sub_topic_list,
-            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self.get_has_unit_sub_un_unit_topic_list,
-            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_config,
-            RequestCode.GET_NAMESRV_CONFIG: self.get_config,
-        }
-        for code, handler in table.items():
-            server.register_processor(code, handler)
 
     # -- KV config --------------------------------------------------------------------------
 
