@@ -6,11 +6,14 @@ in their own models, as in Java; one broker.conf fills all three (remoting.prope
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rocketmq_py.remoting.acl import SessionCredentials
+from rocketmq_py.remoting.properties import ConfigError
 from rocketmq_py.remoting.protocol.topic import PermName
 
 
@@ -75,8 +78,25 @@ class BrokerConfig(BaseModel):
     aclEnable: bool = False
     aclPlainFile: str = "conf/plain_acl.yml"
     aclWatchInterval: int = 5000
+    # The account the broker signs its own requests with (registration with the NameServers, a
+    # slave's sync with its master): RocketMQ 5.3's AuthConfig name and form, a JSON
+    # SessionCredentials {"accessKey": ..., "secretKey": ...}; empty, the default, signs nothing
+    # (4.9's broker never signs; docs/acl.md).
+    innerClientAuthenticationCredentials: str = ""
     # Prometheus metrics over HTTP on this port (0: any free port); -1, the default, is off.
     metricsPort: int = -1
+
+    def inner_client_credentials(self) -> SessionCredentials | None:
+        """innerClientAuthenticationCredentials read; a ConfigError that never repeats the secret."""
+        text = self.innerClientAuthenticationCredentials.strip()
+        if not text:
+            return None
+        try:
+            fields = json.loads(text)
+            return SessionCredentials(fields["accessKey"], fields["secretKey"], fields.get("securityToken"))
+        except (ValueError, TypeError, KeyError):
+            raise ConfigError('innerClientAuthenticationCredentials: expected JSON '
+                              '{"accessKey": "...", "secretKey": "..."} with both keys non-empty') from None
 
     def broker_addr(self, listen_port: int) -> str:
         return f"{self.brokerIP1}:{listen_port}"

@@ -131,7 +131,7 @@ class BrokerController:
             self.access_validator.install(self.remoting_server, self.fast_server)
         self._register_processors()
         self.outer_api = BrokerOuterAPI(client_ssl_context(self.server_config) if self.server_config.tls_enable
-                                        else None)
+                                        else None, cfg.inner_client_credentials())
         self._tasks: list[asyncio.Task[None]] = []
         self._register_wakeup: asyncio.Event | None = None
         self.listen_port = self.server_config.listenPort

@@ -7,6 +7,7 @@ import logging
 import ssl
 import zlib
 
+from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
 from rocketmq_py.remoting.client import ClientConfig, RemotingClient
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
@@ -18,9 +19,12 @@ log = logging.getLogger("rocketmq.broker")
 
 
 class BrokerOuterAPI:
-    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
-        # TLS to the NameServers when the broker has tls.enable=true (Java: NettyClientConfig.useTLS)
-        self.client = RemotingClient(ClientConfig(ssl_context=ssl_context))
+    def __init__(self, ssl_context: ssl.SSLContext | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
+        # TLS to the NameServers when the broker has tls.enable=true (Java: NettyClientConfig.useTLS);
+        # every request signed when the broker has an account (5.3's innerClientAuthenticationCredentials).
+        hooks = [AclClientRPCHook(credentials)] if credentials is not None else []
+        self.client = RemotingClient(ClientConfig(ssl_context=ssl_context), rpc_hooks=hooks)
 
     async def register_broker_all(self, namesrv_addrs: list[str], header: RegisterBrokerRequestHeader,
                                   body: RegisterBrokerBody, timeout: float, compressed: bool = False

@@ -371,3 +371,31 @@ def test_blocking_facade_signs(daemons: DaemonSet, tmp_path: Path) -> None:
             anonymous.send(Message(TOPIC, b"refused"))
     finally:
         anonymous.shutdown()
+
+
+async def test_broker_signs_its_registration(daemons: DaemonSet, tmp_path: Path) -> None:
+    """A NameServer with ACL and no white-listed address: a broker with an account
+    (innerClientAuthenticationCredentials) registers and is routed; one without is refused and
+    logs the refusal."""
+    acl = _acl_file(tmp_path)
+    ns = daemons.namesrv("aclEnable=true", f"aclPlainFile={acl}")
+    account = json.dumps({"accessKey": "client-ak", "secretKey": "client-secret"}, separators=(",", ":"))
+    signed = daemons.broker(ns.addr, f"innerClientAuthenticationCredentials={account}", name="broker-signed")
+    unsigned = daemons.broker(ns.addr, name="broker-unsigned")
+    async with Admin(ns.addr, session_credentials=ADMIN_CREDS) as admin:
+        async def routed() -> bool:
+            info = await admin.examine_broker_cluster_info()
+            return "broker-signed" in info.brokerAddrTable
+
+        assert await wait_for_async(routed, 20)
+        refusal = f"register broker to name server {ns.addr} refused: {int(ResponseCode.NO_PERMISSION)}"
+        assert await wait_until(lambda: any(refusal in line for line in _broker_log(unsigned)), 20)
+        info = await admin.examine_broker_cluster_info()
+    assert info.brokerAddrTable["broker-signed"].brokerAddrs[0] == signed.addr
+    assert "broker-unsigned" not in info.brokerAddrTable
+
+
+def test_bad_inner_client_credentials_stop_the_broker(daemons: DaemonSet) -> None:
+    ns = daemons.namesrv()
+    with pytest.raises(RuntimeError, match="innerClientAuthenticationCredentials: expected JSON"):
+        daemons.broker(ns.addr, 'innerClientAuthenticationCredentials={"accessKey":"only-ak"}')
