@@ -311,6 +311,32 @@ def _counter(name: str, doc: str, node: list[str], rows: Iterable[tuple[tuple[st
     return family
 
 
+class PullMetricsHook:
+    """The pull processor's hook for metrics. Held long polls are answered through the processor's
+    ``pull`` as well (execute_held), not through the processor table, so counting here sees every
+    message a consumer gets. A pull the broker holds is timed from its arrival to the re-run that
+    answers it, and counted in rpc latency then, with is_long_polling="true"."""
+
+    def __init__(self, collector: BrokerMetricsCollector) -> None:
+        self._collector = collector
+        self._held: dict[int, float] = {}
+
+    def pull_done(self, request: RemotingCommand, response: RemotingCommand | None, allow_suspend: bool,
+                  started: float) -> None:
+        self._collector.on_pull(request, response)
+        held = self._held
+        if allow_suspend:
+            if response is None:
+                if len(held) > MAX_HELD_TIMED:  # held pulls never answered (cannot happen): bounded anyway
+                    held.clear()
+                held[id(request)] = started
+        else:
+            since = held.pop(id(request), None)
+            if since is not None and response is not None:
+                self._collector.rpc_latency.observe(request, response, (time.perf_counter() - since) * 1000.0,
+                                                    long_polling=True)
+
+
 class BrokerMetrics:
     """Wires the collector, the rpc latency histogram, process metrics and the exporter to one broker."""
 
@@ -323,38 +349,8 @@ class BrokerMetrics:
         observers: dict[int, RequestObserver] = {int(code): self.collector.on_send for code in _SEND_CODES}
         for server in (broker.remoting_server, broker.fast_server):
             instrument_server(server, self.collector.rpc_latency, observers)
-        self._wrap_pull(broker)
+        broker.pull_processor.hooks.append(PullMetricsHook(self.collector))
         self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
-
-    def _wrap_pull(self, broker: BrokerController) -> None:
-        # Held long polls are answered through ``pull`` as well (execute_held), not through the
-        # processor table, so counting here sees every message a consumer gets.
-        # A pull the broker holds (long polling) is timed from its arrival to the re-run that
-        # answers it, and counted in rpc latency then, with is_long_polling="true".
-        processor = broker.pull_processor
-        inner = processor.pull
-        on_pull = self.collector.on_pull
-        latency = self.collector.rpc_latency
-        held: dict[int, float] = {}
-
-        # type-ignored: a wrapper with the wrapped method's own signature, assigned over it below
-        def pull(conn, request, allow_suspend):  # type: ignore[no-untyped-def]
-            started = time.perf_counter()
-            response = inner(conn, request, allow_suspend)
-            on_pull(request, response)
-            if allow_suspend:
-                if response is None:
-                    if len(held) > MAX_HELD_TIMED:  # held pulls never answered (cannot happen): bounded anyway
-                        held.clear()
-                    held[id(request)] = started
-            else:
-                since = held.pop(id(request), None)
-                if since is not None and response is not None:
-                    latency.observe(request, response, (time.perf_counter() - since) * 1000.0, long_polling=True)
-            return response
-
-        # type-ignored: the pull processor's method is wrapped in place so long-polled pulls are timed when answered
-        processor.pull = pull  # type: ignore[method-assign]
 
     async def start(self) -> None:
         if self.server is not None:

@@ -13,8 +13,9 @@ next offset past them, as Java does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_py.broker.filter import FilterError, Sql92Expression
 from rocketmq_py.broker.filter.expression_filter import compile_cached, filter_records
@@ -92,9 +93,21 @@ def _compile_sql92(request: RemotingCommand, expression_type: str, subscription:
                                 f"The broker's consumer filter data is not exist!Your expression may be wrong! {exc}")
 
 
+class PullMessageHook(Protocol):
+    """Told of every pull the broker answers or holds, as Java's PullMessageProcessor tells its
+    ConsumeMessageHook list: the broker's metrics attach here, and a broker without hooks pays
+    nothing for them."""
+
+    def pull_done(self, request: RemotingCommand, response: RemotingCommand | None, allow_suspend: bool,
+                  started: float) -> None:
+        """``response`` None: the pull is held (long polling); ``allow_suspend`` False: a held
+        pull's re-run; ``started``: time.perf_counter() before the pull ran."""
+
+
 class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        self.hooks: list[PullMessageHook] = []
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull(conn, request, allow_suspend=True)
@@ -109,6 +122,17 @@ class PullMessageProcessor:
             conn.write_command(response)
 
     def pull(self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
+        """A pull's answer, or None when it is held; each hook told of it."""
+        hooks = self.hooks
+        if not hooks:
+            return self._pull(conn, request, allow_suspend)
+        started = time.perf_counter()
+        response = self._pull(conn, request, allow_suspend)
+        for hook in hooks:
+            hook.pull_done(request, response, allow_suspend, started)
+        return response
+
+    def _pull(self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
         broker = self.broker
         cfg = broker.broker_config
         h = request.decode_header(PullMessageRequestHeader)

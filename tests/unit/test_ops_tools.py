@@ -12,7 +12,7 @@ import pytest
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
-from rocketmq_py.broker.metrics import BrokerMetrics, BrokerMetricsCollector, count_records
+from rocketmq_py.broker.metrics import BrokerMetrics, BrokerMetricsCollector, PullMetricsHook, count_records
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.logsetup import reset_logging, setup_logging
@@ -117,11 +117,12 @@ def test_latency_wrappers_only_when_metrics_are_on(tmp_path: str) -> None:
     codes = (RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE, RequestCode.GET_BROKER_RUNTIME_INFO)
     before = {c: broker.remoting_server.processors.processor_for(c) for c in codes}
     assert not any(isinstance(p, TimedProcessor) for p in before.values())
-    assert "pull" not in vars(broker.pull_processor)  # the class's own method, no wrapper
+    assert broker.pull_processor.hooks == []  # a pull runs no hook
     metrics = BrokerMetrics(broker, -1, "127.0.0.1")
     for server in (broker.remoting_server, broker.fast_server):
         assert isinstance(server.processors.processor_for(RequestCode.SEND_MESSAGE_V2), TimedProcessor)
-    assert "pull" in vars(broker.pull_processor)
+    assert [type(hook) for hook in broker.pull_processor.hooks] == [PullMetricsHook]
+    assert "pull" not in vars(broker.pull_processor), "metrics attach through the hook, not over the method"
     assert metrics.server is None  # port -1: collectors for an embedding registry, no HTTP server
 
 
