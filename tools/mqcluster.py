@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass
 import typer
 
 from rocketmq_py.client.admin import Admin
+from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGIES, ServiceSpec
-from rocketmq_py.tools.mqadmin.common import emit, main_entry, one_line
+from rocketmq_py.tools.mqadmin.common import CommandError, _session_credentials, emit, main_entry, one_line
 
 app = typer.Typer(name="mqcluster", add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -35,6 +36,10 @@ STOP_GRACE = 15.0
 
 HomeOption = typer.Option(DEFAULT_HOME, "--home", envvar="MQCLUSTER_HOME",
                           help="Where stores, logs, console output and cluster.json live")
+# mqcluster's own calls to the NameServer signed as mqadmin's: --ak/--sk, else conf/tools.yml
+# under $ROCKETMQ_HOME (docs/acl.md).
+AccessKeyOption = typer.Option(None, "--ak", help="ACL accessKey to sign mqcluster's NameServer calls with")
+SecretKeyOption = typer.Option(None, "--sk", help="ACL secretKey of --ak")
 
 
 class ClusterError(Exception):
@@ -160,25 +165,29 @@ def _start(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | Non
     return RunningService(spec.name, proc.pid, addr, console, spec.module)
 
 
-async def _registered_brokers(namesrv_addr: str) -> set[str]:
-    async with Admin(namesrv_addr, timeout=3.0, instance_name=f"mqcluster-{os.getpid()}") as admin:
+async def _registered_brokers(namesrv_addr: str, credentials: SessionCredentials | None = None) -> set[str]:
+    async with Admin(namesrv_addr, timeout=3.0, instance_name=f"mqcluster-{os.getpid()}",
+                     session_credentials=credentials) as admin:
         info = await admin.examine_broker_cluster_info()
     return {name for names in info.clusterAddrTable.values() for name in names}
 
 
-def _wait_registered(namesrv_addr: str, names: set[str]) -> None:
+def _wait_registered(namesrv_addr: str, names: set[str], credentials: SessionCredentials | None = None) -> None:
     deadline = time.monotonic() + REGISTER_TIMEOUT
     seen: set[str] = set()
+    last_error = ""
     while time.monotonic() < deadline:
         try:
-            seen = asyncio.run(_registered_brokers(namesrv_addr))
-        except Exception:
+            seen = asyncio.run(_registered_brokers(namesrv_addr, credentials))
+        except Exception as exc:
             seen = set()
+            last_error = one_line(exc)
         if names <= seen:
             return
         time.sleep(0.2)  # polling the NameServer, bounded by the deadline
+    because = f" (last answer: {last_error})" if last_error and not seen else ""
     raise ClusterError(f"brokers {sorted(names - seen)} did not register with {namesrv_addr} "
-                       f"within {REGISTER_TIMEOUT:.0f}s")
+                       f"within {REGISTER_TIMEOUT:.0f}s{because}")
 
 
 def stop_services(services: dict[str, RunningService], grace: float = STOP_GRACE) -> list[str]:
@@ -217,9 +226,12 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
     topology: str = typer.Option("2m-noslave", "--topology",
                                  help=f"Which cluster: {', '.join(TOPOLOGIES)} (conf/<name>/)"),
+    access_key: str | None = AccessKeyOption,
+    secret_key: str | None = SecretKeyOption,
 ) -> None:
     home = os.path.abspath(home)
     try:
+        credentials = _session_credentials(access_key, secret_key)
         if topology not in TOPOLOGIES:
             raise ClusterError(f"unknown topology {topology!r}: one of {', '.join(TOPOLOGIES)}")
         specs = TOPOLOGIES[topology]
@@ -237,12 +249,12 @@ def up(
                     started[spec.name] = _start(spec, home, conf_root, ns.addr, free_ports, bind)
                     _save_state(home, started)
             _wait_registered(ns.addr, {s.props(conf_root).get("brokerName", s.name) for s in specs
-                                       if s.role == "broker"})
+                                       if s.role == "broker"}, credentials)
         except BaseException:
             stop_services(started)
             _save_state(home, {})
             raise
-    except (ClusterError, OSError) as exc:
+    except (ClusterError, CommandError, OSError) as exc:
         _fail("up", exc)
         return
     if as_json:
@@ -275,13 +287,15 @@ def down(home: str = HomeOption) -> None:
 
 
 @app.command("status", help="Show which daemons run and which brokers the NameServer knows")
-def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json", help="Print JSON")) -> None:
+def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json", help="Print JSON"),
+           access_key: str | None = AccessKeyOption, secret_key: str | None = SecretKeyOption) -> None:
     home = os.path.abspath(home)
     try:
+        credentials = _session_credentials(access_key, secret_key)
         services = load_state(home)
         if not services:
             raise ClusterError(f"nothing running under {home}")
-    except ClusterError as exc:
+    except (ClusterError, CommandError) as exc:
         _fail("status", exc)
         return
     rows = [{"name": s.name, "pid": s.pid, "addr": s.addr, "alive": pid_alive(s.pid, s.module)}
@@ -290,7 +304,7 @@ def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json",
     ns = services.get(NAMESRV.name)
     if ns is not None and pid_alive(ns.pid, ns.module):
         try:
-            registered = sorted(asyncio.run(_registered_brokers(ns.addr)))
+            registered = sorted(asyncio.run(_registered_brokers(ns.addr, credentials)))
         except Exception:
             registered = []
     emit(as_json, {"home": home, "services": rows, "registeredBrokers": registered},

@@ -151,3 +151,49 @@ def test_mqcluster_up_fails_cleanly_when_a_broker_cannot_start(cluster_home: str
     result.failed_with_one_line("broker-b")
     assert not _processes_under(cluster_home)
     assert load_state(cluster_home) == {}
+
+
+ACL_ACCOUNTS = """
+accounts:
+  - accessKey: cluster-ak
+    secretKey: cluster-secret
+    admin: true
+"""
+
+
+def test_mqcluster_signs_its_nameserver_calls(cluster_home: str, tmp_path: str) -> None:
+    """Against a NameServer with ACL that white-lists nothing (brokers signing with
+    innerClientAuthenticationCredentials): ``up --ak/--sk`` sees both brokers register, ``status``
+    sees them with the account from --ak/--sk or conf/tools.yml, and nothing without one."""
+    conf_root = os.path.join(str(tmp_path), "confroot")
+    os.makedirs(os.path.join(conf_root, "conf", "2m-noslave"))
+    acl = os.path.join(str(tmp_path), "plain_acl.yml")
+    with open(acl, "w") as f:
+        f.write(ACL_ACCOUNTS)
+    account = '{"accessKey":"cluster-ak","secretKey":"cluster-secret"}'
+    for spec in TOPOLOGY:
+        with open(os.path.join(ROOT, spec.conf)) as f:
+            text = f.read()
+        text += (f"\naclEnable=true\naclPlainFile={acl}\n" if spec.role == "namesrv"
+                 else f"\ninnerClientAuthenticationCredentials={account}\n")
+        with open(os.path.join(conf_root, spec.conf), "w") as f:
+            f.write(text)
+    bare = os.path.join(str(tmp_path), "bare-home")
+    os.makedirs(bare)
+    env = {"ROCKETMQ_HOME": bare}
+    base = ("--home", cluster_home)
+    run_cli("mqcluster", "up", *base, "--free-ports", "--conf-root", conf_root, "--ak", "cluster-ak",
+            env=env).failed_with_one_line("--ak and --sk go together")
+    run_cli("mqcluster", "up", *base, "--free-ports", "--conf-root", conf_root, "--ak", "cluster-ak",
+            "--sk", "cluster-secret", "--json", env=env).ok()
+    signed = run_cli("mqcluster", "status", *base, "--json", "--ak", "cluster-ak", "--sk", "cluster-secret",
+                     env=env).ok().json()
+    assert signed["registeredBrokers"] == ["broker-a", "broker-b"]
+    assert run_cli("mqcluster", "status", *base, "--json", env=env).ok().json()["registeredBrokers"] == []
+    tools_home = os.path.join(str(tmp_path), "tools-home")
+    os.makedirs(os.path.join(tools_home, "conf"))
+    with open(os.path.join(tools_home, "conf", "tools.yml"), "w") as f:
+        f.write("accessKey: cluster-ak\nsecretKey: cluster-secret\n")
+    from_file = run_cli("mqcluster", "status", *base, "--json", env={"ROCKETMQ_HOME": tools_home}).ok().json()
+    assert from_file["registeredBrokers"] == ["broker-a", "broker-b"]
+    run_cli("mqcluster", "down", *base).ok()
