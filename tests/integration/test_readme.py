@@ -33,7 +33,9 @@ def _blocks(lang: str) -> list[str]:
 
 
 def _commands() -> list[str]:
-    return [ln.split("  #", 1)[0].strip() for block in _blocks("bash") for ln in block.splitlines() if ln.strip()]
+    lines = (ln.split("#", 1)[0].strip() if ln.lstrip().startswith("#") else ln.split("  #", 1)[0].strip()
+             for block in _blocks("bash") for ln in block.splitlines())
+    return [ln for ln in lines if ln]  # a line that is only a comment continues the one above
 
 
 # Each shell command of the README, and the test that runs it (module::function).
