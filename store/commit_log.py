@@ -24,9 +24,13 @@ from enum import Enum
 
 from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
+    BODY_LENGTH_AT,
     BORNHOST_V6_FLAG,
     MESSAGE_MAGIC_CODE,
+    MIN_RECORD_SIZE,
     QUEUED_TRANSACTION_TYPES,
+    RECORD_FIXED_SIZE,
+    RECORD_HEADS_BY_HOSTS,
     STOREHOSTADDRESS_V6_FLAG,
     TRANSACTION_ROLLBACK_TYPE,
     Host,
@@ -173,10 +177,9 @@ _I16 = struct.Struct(">h")
 # A batch's records ready to copy: their parts, ConsumeQueue units (offset, size, tag hash), size.
 _BuiltBatch = tuple[list[bytes | memoryview], list[tuple[int, int, int]], int]
 _BLANK = struct.Struct(">ii")
-# Everything before the body, by (born host, store host) address length: one pack per record.
-_HEADS = {(b, s): struct.Struct(f">iiiiiqqiq{b}sq{s}siqi") for b in (8, 20) for s in (8, 20)}
-_HOST_FLAGS = {(8, 8): 0, (20, 8): 0x10, (8, 20): 0x20, (20, 20): 0x30}
-_HEAD_AND_FLAGS = {lens: (_HEADS[lens], _HOST_FLAGS[lens]) for lens in _HEADS}
+# A record's fixed bytes besides its hosts, where the topic field built here (``_topic``) holds
+# the topic's length byte.
+_FIXED = RECORD_FIXED_SIZE - 1
 # The host address bits of a record's sysFlag are the store's to set from the hosts it writes: a
 # sender's would make readers take 8-byte hosts for 20-byte ones and misread the record.
 _NOT_HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
@@ -185,8 +188,6 @@ _PUT_OK = AppendMessageStatus.PUT_OK
 # is by host lengths, and the topics already found whole.
 _SCAN_HEAD = struct.Struct(">iiii4xq8xi44xi")  # flag and physical offset skipped: unused
 _I32 = struct.Struct(">i")
-_BODY_LEN_AT = {flags: 84 + (12 if flags & 0x10 else 0) + (12 if flags & 0x20 else 0)
-                for flags in (0, 0x10, 0x20, 0x30)}
 _SCAN_TOPICS: set[bytes] = set()
 # The kernel's largest readahead of one fault, seen here: 8 MiB.
 COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
@@ -286,8 +287,8 @@ class CommitLog:
         """The records of ``batch`` starting at physical ``offset``: their parts, ConsumeQueue
         units and total size, or the result refusing an entry too large."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
-        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
-        fixed = 74 + len(topic) + len(born) + len(store)
+        head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+        fixed = _FIXED + len(topic) + len(born) + len(store)
         max_body = self.config.maxMessageSize
         queue_id, sys_flag = batch.queue_id, (batch.sys_flag & _NOT_HOST_FLAGS) | host_flags
         born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
@@ -374,8 +375,8 @@ class CommitLog:
         hosts = self._host_cache
         born = hosts.get(born_host) or self._host(born_host)
         store = hosts.get(store_host) or self._host(store_host)
-        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
-        fixed = 74 + len(born) + len(store)
+        head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+        fixed = _FIXED + len(born) + len(store)
         max_body = self.config.maxMessageSize
         topics = self._topic_cache
         total = 0
@@ -445,8 +446,8 @@ class CommitLog:
         hosts = self._host_cache
         born = hosts.get(msg.born_host) or self._host(msg.born_host)
         store = hosts.get(msg.store_host) or self._host(msg.store_host)
-        head, host_flags = _HEAD_AND_FLAGS[len(born), len(store)]
-        size = 74 + len(body) + len(topic) + len(props) + len(born) + len(store)
+        head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+        size = _FIXED + len(body) + len(topic) + len(props) + len(born) + len(store)
         offset = self._offset_for(size)
         if offset is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
@@ -528,16 +529,16 @@ class CommitLog:
         index_at = index_from - file_from_offset
         # Locals: this loop runs once per record of a gigabyte file.
         queued, tran_mask, magic_code = QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE, MESSAGE_MAGIC_CODE
-        body_len_at = _BODY_LEN_AT
+        body_len_at = BODY_LENGTH_AT
         with memoryview(mm) as view:
-            # Every record is at least 91 bytes: below that only a BLANK filler can follow.
-            last = limit - 91
+            # Every record is at least MIN_RECORD_SIZE bytes: below that only a BLANK filler can follow.
+            last = limit - MIN_RECORD_SIZE
             while pos <= last:
                 # The head read as an IPv4 record's, body length included; other host lengths
                 # move the body length, read again then.
                 total, magic, crc, queue_id, queue_offset, sys_flag, body_len = unpack_head(mm, pos)
                 end = pos + total
-                if magic != magic_code or total < 91 or end > limit:
+                if magic != magic_code or total < MIN_RECORD_SIZE or end > limit:
                     break
                 body = pos + 88
                 if sys_flag & 0x30:

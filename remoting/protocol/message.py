@@ -290,18 +290,27 @@ class MessageExt:
 _HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
 _TOTAL_MAGIC = struct.Struct(">ii")
 HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-# Everything from the size through the body length, by the host flags (born and store address
-# each 4+4 or 16+4 bytes): one unpack per record.
+# The record layout (docs/store-formats.md#message-record), written here once for every reader and
+# builder: everything from the size through the body length, by the host flags (born and store
+# address each 4+4 or 16+4 bytes), one pack or unpack per record. Then the body, the topic's
+# length byte and topic, the properties' 2-byte length and properties.
 RECORD_HEADS = {flags: struct.Struct(f">iiiiiqqiq{20 if flags & BORNHOST_V6_FLAG else 8}sq"
                                       f"{20 if flags & STOREHOSTADDRESS_V6_FLAG else 8}siqi")
                  for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, HOST_V6_FLAGS)}
+# The same heads by (born host, store host) address lengths, with the flags they set: builders
+# know the lengths of the addresses they write.
+RECORD_HEADS_BY_HOSTS = {(20 if flags & BORNHOST_V6_FLAG else 8, 20 if flags & STOREHOSTADDRESS_V6_FLAG else 8):
+                         (head, flags) for flags, head in RECORD_HEADS.items()}
+# A record's bytes besides its hosts, body, topic and properties: the head without its hosts,
+# the topic's length byte and the properties' length.
+RECORD_FIXED_SIZE = RECORD_HEADS[0].size - 16 + 1 + 2
+# The smallest record: IPv4 hosts, nothing in the body, topic or properties.
+MIN_RECORD_SIZE = RECORD_FIXED_SIZE + 16
+# Where the body length sits, by the host flags: the head's last field.
+BODY_LENGTH_AT = {flags: head.size - 4 for flags, head in RECORD_HEADS.items()}
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
-
-
-def record_size(body_len: int, topic_len: int, props_len: int, born_v6: bool = False, store_v6: bool = False) -> int:
-    return 91 + body_len + topic_len + props_len + (12 if born_v6 else 0) + (12 if store_v6 else 0)
 
 
 def encode_record(msg: MessageExt, properties: bytes | None = None) -> bytes:
@@ -310,15 +319,13 @@ def encode_record(msg: MessageExt, properties: bytes | None = None) -> bytes:
     props = properties if properties is not None else properties_to_string(msg.properties).encode()
     born = host_bytes(msg.born_host)
     store = host_bytes(msg.store_host)
-    sys_flag = msg.sys_flag | (BORNHOST_V6_FLAG if len(born) == 20 else 0) | (
-        STOREHOSTADDRESS_V6_FLAG if len(store) == 20 else 0)
-    size = record_size(len(msg.body), len(topic), len(props), len(born) == 20, len(store) == 20)
+    head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+    size = RECORD_FIXED_SIZE + len(born) + len(store) + len(msg.body) + len(topic) + len(props)
     return b"".join((
-        _HEAD.pack(size, MESSAGE_MAGIC_CODE, msg.body_crc, msg.queue_id, msg.flag, msg.queue_offset,
-                   msg.commit_log_offset, sys_flag, msg.born_timestamp),
-        born, _I64.pack(msg.store_timestamp), store,
-        struct.pack(">iqi", msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)), msg.body,
-        bytes((len(topic),)), topic, _I16.pack(len(props)), props))
+        head.pack(size, MESSAGE_MAGIC_CODE, msg.body_crc, msg.queue_id, msg.flag, msg.queue_offset,
+                  msg.commit_log_offset, msg.sys_flag | host_flags, msg.born_timestamp, born, msg.store_timestamp,
+                  store, msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body)),
+        msg.body, bytes((len(topic),)), topic, _I16.pack(len(props)), props))
 
 
 class RecordError(ValueError):
@@ -341,7 +348,7 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
     (total, magic) = _TOTAL_MAGIC.unpack_from(buf, pos)
     if magic != MESSAGE_MAGIC_CODE:
         raise RecordError(f"bad magic code {magic:#x}")
-    if total < 91 or pos + total > end_of_buf:
+    if total < MIN_RECORD_SIZE or pos + total > end_of_buf:
         raise RecordError(f"record size {total} does not fit")
     (sys_flag,) = _I32.unpack_from(buf, pos + 36)
     head = RECORD_HEADS[sys_flag & HOST_V6_FLAGS]
