@@ -5,6 +5,7 @@ from __future__ import annotations
 from rocketmq_py.remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
 from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner
 from rocketmq_py.store.config import MessageStoreConfig
+from rocketmq_py.store.message_store import DefaultMessageStore
 
 STORE_HOST = ("127.0.0.1", 10911)
 
@@ -41,3 +42,13 @@ def batch(topic: str, bodies: list[bytes], queue_id: int = 0, tags: str | None =
     return MessageExtBatch(topic, queue_id, [(0, body, p.encode(), tags_string_to_tags_code(tags))
                                              for body, p in zip(bodies, props, strict=True)],
                            born_timestamp=1700000000123, born_host=born_host, store_host=STORE_HOST)
+
+
+async def index_caught_up(store: DefaultMessageStore, timeout: float = 30.0) -> None:
+    """Wait (bounded) until the index child has indexed every record put so far.
+
+    A query waits at most a second for the child itself; on a loaded machine a child that has
+    just been spawned can take longer than that to import and start, which is not what these
+    tests are about. Without a child (inline index) there is nothing to wait for."""
+    if store.index_dispatch is not None:
+        assert await store.index_dispatch.wait_indexed_async(timeout), "the index child did not catch up"

@@ -15,7 +15,7 @@ from typing import Any
 from rocketmq_py.remoting.protocol.message import decode_record
 from rocketmq_py.store.index_dispatch import read_indexed_offset, wait_for_previous_child
 from rocketmq_py.store.message_store import DefaultMessageStore
-from tests.store_helpers import batch, message, small_config
+from tests.store_helpers import batch, index_caught_up, message, small_config
 from tests.waiting import wait_until
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,6 +40,8 @@ async def test_a_key_is_findable_as_soon_as_its_put_returns(tmp_path: str) -> No
         assert pid is not None
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0), \
             "the child indexes at the daemon's priority, as Java's reput thread: lower, it fell behind"
+        await s.put_message(message("Warm", b"w", keys="warm"))
+        await index_caught_up(s)  # the child has started: the promise below is a running child's
         for i in range(200):
             await s.put_message(message("K", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
             if i % 40 == 0:  # asked at once, with no wait of our own
@@ -77,6 +79,7 @@ async def test_child_and_inline_index_answer_alike(tmp_path: str) -> None:
                                        properties=[f"MYKEYS\x01decoy\x02KEYS\x01 k{i}  kb " for i in range(40)]))
             await s.put_message(message("A", b"c", extra={"XUNIQ_KEY": "decoy", "NOTKEYS": "decoy"}))
             keys = [f"k{j}" for j in range(7)] + ["U299", "kb", "decoy", "k39"]
+            await index_caught_up(s)
             answers.append([await _bodies(s, "A", key) for key in keys])
             answers.append(len(os.listdir(os.path.join(s.root, "index"))))
         finally:
@@ -95,6 +98,7 @@ async def test_a_dead_child_is_replaced_and_catches_up(tmp_path: str) -> None:
         os.kill(dispatch._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
         await s.put_message(message("D", b"during", keys="during"))
         assert await wait_until(lambda: dispatch.restarts == 1 and dispatch.alive(), timeout=10)
+        await index_caught_up(s)
         assert await _bodies(s, "D", "during") == [b"during"]
         assert await _bodies(s, "D", "before") == [b"before"]
     finally:

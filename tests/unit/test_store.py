@@ -22,7 +22,7 @@ from rocketmq_py.remoting.protocol.message import (
 from rocketmq_py.store.commit_log import MessageExtBrokerInner, RunEntry
 from rocketmq_py.store.config import FlushDiskType
 from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
-from tests.store_helpers import STORE_HOST, batch, message, small_config
+from tests.store_helpers import STORE_HOST, batch, index_caught_up, message, small_config
 
 
 def independent_decode(buf: bytes) -> dict[str, Any]:
@@ -177,6 +177,7 @@ async def test_key_and_timestamp_lookup(store: DefaultMessageStore) -> None:
         stamps.append(r.append_result.store_timestamp)  # type: ignore[union-attr]
         if i % 10 == 9:
             await asyncio.sleep(0.02)  # spread store times so the search has something to find
+    await index_caught_up(store)
     found = await store.query_message("K", "order-17", 32, 0, 2**62)
     assert [decode_record(b).body for b in found] == [b"v17"]
     assert len(await store.query_message("K", "shared", 32, 0, 2**62)) == 32, "bounded by maxNum"
@@ -288,6 +289,7 @@ async def test_queues_and_index_rebuilt_after_deletion(tmp_path: str) -> None:
         assert [s.get_max_offset_in_queue("R", q) for q in range(4)] == [30, 30, 30, 30]
         got = s.get_message("g", "R", 3, 29, 32)
         assert decode_record(got.buffers[0]).body == b"r119" * 50
+        await index_caught_up(s)
         assert [decode_record(b).body for b in await s.query_message("R", "key77", 4, 0, 2**62)] == [b"r77" * 50]
     finally:
         await s.shutdown()

@@ -14,7 +14,7 @@ from rocketmq_py.remoting.protocol.message import RecordError, decode_record
 from rocketmq_py.store.commit_log import CommitLog
 from rocketmq_py.store.consume_queue import _UNIT, CQ_STORE_UNIT_SIZE, _valid_prefix
 from rocketmq_py.store.message_store import DefaultMessageStore
-from tests.store_helpers import message, small_config
+from tests.store_helpers import index_caught_up, message, small_config
 from tests.unit.test_store import _crashed_store, _read, _write
 
 LOG_SIZE = 64 * 1024
@@ -206,6 +206,7 @@ async def test_after_a_crash_the_index_child_indexes_what_the_index_lacks(tmp_pa
     assert not await s.load()
     await s.start()
     try:
+        await index_caught_up(s)
         for i in range(30):
             found = await s.query_message("Torn", f"k{i}", 8, 0, 2**62)
             assert [decode_record(b).body for b in found] == [f"message-{i}".encode() * 3], f"key k{i}"
