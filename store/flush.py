@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_py.store.consume_queue import ConsumeQueue
 from rocketmq_py.store.message_result import PutMessageStatus
+from rocketmq_py.store.offset_waiters import OffsetWaiters
 
 if TYPE_CHECKING:
     from rocketmq_py.store.message_store import DefaultMessageStore
@@ -63,9 +64,7 @@ class GroupCommitService:
     def __init__(self, store: DefaultMessageStore, flush_service: FlushRealTimeService) -> None:
         self.store = store
         self.flush_service = flush_service
-        # (offset the put needs flushed, its future, loop-time deadline), in arrival order.
-        self.waiters: list[tuple[int, asyncio.Future[bool], float]] = []
-        self._watchdog: asyncio.TimerHandle | None = None
+        self.waiters = OffsetWaiters()
         self.flushes: set[asyncio.Future[int]] = set()
         self._flushing_to = 0
         self._flushed_to = 0  # the end of the last group flush that completed
@@ -73,19 +72,12 @@ class GroupCommitService:
     def flushed_to(self, offset: int) -> asyncio.Future[bool]:
         """True once the log is on disk up to ``offset``; False after syncFlushTimeout.
 
-        Group commit: every put waiting when a flush starts shares that one fsync.
-
-        One watchdog timer serves all waiters (not a timer per put: at tens of thousands of
-        synced puts a second, creating and cancelling those costs more than the puts)."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
+        Group commit: every put waiting when a flush starts shares that one fsync."""
         if offset <= self._flushed_to:  # asked after the flush that covers it ended
+            fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             fut.set_result(True)
             return fut
-        timeout = self.store.config.syncFlushTimeout / 1000
-        self.waiters.append((offset, fut, loop.time() + timeout))
-        if self._watchdog is None:
-            self._watchdog = loop.call_later(timeout, self._expire_waiters)
+        fut = self.waiters.add(offset, self.store.config.syncFlushTimeout / 1000)
         self.start_flush()
         return fut
 
@@ -98,8 +90,8 @@ class GroupCommitService:
         gather into the next. One flush at a time: this disk's fsync cost grows with the bytes
         it writes, and two at once measured slower than one. A flush resolves the waiters up
         to the end it saw when it started."""
-        waiters = self.waiters
-        if len(self.flushes) >= _MAX_GROUP_FLUSHES or not waiters or waiters[-1][0] <= self._flushing_to:
+        newest = self.waiters.newest_offset()
+        if len(self.flushes) >= _MAX_GROUP_FLUSHES or newest is None or newest <= self._flushing_to:
             return
         commit_log = self.store.commit_log
         target = self._flushing_to = commit_log.max_offset
@@ -116,28 +108,9 @@ class GroupCommitService:
             return  # its waiters time out with FLUSH_DISK_TIMEOUT
         self.flush_service.flushed(store_timestamp)
         self._flushed_to = max(self._flushed_to, target)
-        still = []
-        for waiter in self.waiters:
-            if waiter[0] <= target:
-                _resolve(waiter[1], True)
-            else:
-                still.append(waiter)
-        self.waiters = still
+        self.waiters.release_upto(target)
         if not self.store.shutdown_flag:
             self.start_flush()
-
-    def _expire_waiters(self) -> None:
-        self._watchdog = None
-        now = asyncio.get_running_loop().time()
-        keep = []
-        for waiter in self.waiters:
-            if waiter[2] <= now:
-                _resolve(waiter[1], False)
-            else:
-                keep.append(waiter)
-        self.waiters = keep
-        if keep:
-            self._watchdog = asyncio.get_running_loop().call_later(keep[0][2] - now, self._expire_waiters)
 
     async def shutdown(self) -> None:
         """Waits for the flush running; the waiters left are released as flushed (the store's
@@ -146,13 +119,7 @@ class GroupCommitService:
             await asyncio.wait(self.flushes)
 
     def release_waiters(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
-        for _, fut, _ in self.waiters:
-            if not fut.done():
-                fut.set_result(True)
-        self.waiters.clear()
+        self.waiters.release_all(True)
 
 
 class FlushConsumeQueueService:
@@ -240,8 +207,3 @@ def flush_all(store: DefaultMessageStore, index_complete: bool = True) -> None:
 def _flush_queues(queues: list[ConsumeQueue]) -> None:
     for cq in queues:
         cq.flush()
-
-
-def _resolve(fut: asyncio.Future[bool], value: bool) -> None:
-    if not fut.done():
-        fut.set_result(value)

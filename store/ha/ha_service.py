@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_py.store.ha.ha_client import HAClient
 from rocketmq_py.store.ha.ha_connection import HAConnection
+from rocketmq_py.store.offset_waiters import OffsetWaiters
 
 if TYPE_CHECKING:
     from rocketmq_py.store.message_store import DefaultMessageStore
@@ -23,54 +24,22 @@ log = logging.getLogger("rocketmq.store")
 
 
 class GroupTransferService:
-    """SYNC_MASTER sends waiting for the slave: ``(offset, future, loop-time deadline)``.
-
-    One watchdog timer for every waiter, as the store's group commit does it."""
+    """SYNC_MASTER sends waiting for the slave, released as group commit releases puts
+    (OffsetWaiters), each failing after slaveTimeout."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.waiters: list[tuple[int, asyncio.Future[bool], float]] = []
-        self._watchdog: asyncio.TimerHandle | None = None
+        self.waiters = OffsetWaiters()
 
     def put_request(self, offset: int) -> asyncio.Future[bool]:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        self.waiters.append((offset, fut, loop.time() + self.timeout))
-        if self._watchdog is None:
-            self._watchdog = loop.call_later(self.timeout, self._expire)
-        return fut
+        return self.waiters.add(offset, self.timeout)
 
     def notify_transfer_some(self, acked: int) -> None:
         """Every waiter ``acked`` covers released at once."""
-        still = []
-        for waiter in self.waiters:
-            if waiter[0] <= acked:
-                _resolve(waiter[1], True)
-            else:
-                still.append(waiter)
-        self.waiters = still
-
-    def _expire(self) -> None:
-        self._watchdog = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        keep = []
-        for waiter in self.waiters:
-            if waiter[2] <= now:
-                _resolve(waiter[1], False)
-            else:
-                keep.append(waiter)
-        self.waiters = keep
-        if keep:
-            self._watchdog = loop.call_later(keep[0][2] - now, self._expire)
+        self.waiters.release_upto(acked)
 
     def shutdown(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
-        for _, fut, _ in self.waiters:
-            _resolve(fut, False)
-        self.waiters.clear()
+        self.waiters.release_all(False)
 
 
 class HAService:
@@ -147,8 +116,3 @@ class HAService:
         for conn in list(self.connections):
             conn.writer.close()
         self.group_transfer.shutdown()
-
-
-def _resolve(fut: asyncio.Future[bool], value: bool) -> None:
-    if not fut.done():
-        fut.set_result(value)

@@ -18,7 +18,7 @@ async def test_one_acknowledgement_releases_every_waiter_it_covers() -> None:
     assert all(w.result() for w in waiters if w.done())
     service.notify_transfer_some(10_000)
     assert all(w.done() and w.result() for w in waiters)
-    assert not service.waiters
+    assert not service.waiters.entries
 
 
 async def test_waiters_not_acknowledged_in_time_fail() -> None:
