@@ -108,7 +108,12 @@ def cluster_acl_config_version(
          [[r["clusterName"], r["brokerName"], r["brokerAddr"], r["counter"], r["timestamp"]] for r in rows])
 
 
-def _get_access_config(broker_addr: str | None, cluster: str | None, namesrv: str | None, as_json: bool) -> None:
+def get_access_config(
+    broker_addr: str | None = BrokerOption,
+    cluster: str | None = ClusterOption,
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
     _require_target(broker_addr, cluster)
 
     async def job(admin: Admin) -> dict[str, Any]:
@@ -130,21 +135,7 @@ def _get_access_config(broker_addr: str | None, cluster: str | None, namesrv: st
                 typer.echo(f"{'#' + key:<20s}{','.join(value) if isinstance(value, list) else value}")
 
 
-@command(app, "getAccessConfigSubCommand", "List all of acl config information in cluster")
-def get_access_config(
-    broker_addr: str | None = BrokerOption,
-    cluster: str | None = ClusterOption,
-    namesrv: str | None = NamesrvOption,
-    as_json: bool = JsonOption,
-) -> None:
-    _get_access_config(broker_addr, cluster, namesrv, as_json)
-
-
-@command(app, "getAclConfig", "List all of acl config information in cluster (getAccessConfigSubCommand)")
-def get_acl_config(
-    broker_addr: str | None = BrokerOption,
-    cluster: str | None = ClusterOption,
-    namesrv: str | None = NamesrvOption,
-    as_json: bool = JsonOption,
-) -> None:
-    _get_access_config(broker_addr, cluster, namesrv, as_json)
+# Java's name, and getAclConfig as a shorter alias: one command under both names.
+command(app, "getAccessConfigSubCommand", "List all of acl config information in cluster")(get_access_config)
+command(app, "getAclConfig", "List all of acl config information in cluster (getAccessConfigSubCommand)")(
+    get_access_config)
