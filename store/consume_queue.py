@@ -24,6 +24,13 @@ _BLANK_UNIT = _UNIT.pack(0, 0x7FFFFFFF, 0)
 
 _SCAN_UNITS = 4096
 
+# Blocks reserved ahead of a queue's writer, not the whole file at its creation: a file is
+# 6,000,000 bytes (300,000 units), and 10,000 topics of 8 queues reserved whole would hold
+# 480 GB of disk for queues that may never see a message (Java's files are sparse). A put reserves
+# for its units before the CommitLog takes its record (``reserve``), so a full disk still refuses
+# the put rather than faulting on an unbacked page (docs/store-disk-full.md).
+CQ_RESERVE_CHUNK = 16 * 1024
+
 
 def _valid_prefix(mm: mmap.mmap, file_size: int) -> int:
     """Bytes of the units from the start of a file up to the first invalid one (a negative
@@ -58,7 +65,8 @@ class ConsumeQueue:
         self.queue_id = queue_id
         # Round the file size down to whole units, as Java does.
         self.file_size = file_size - file_size % CQ_STORE_UNIT_SIZE
-        self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), self.file_size)
+        self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), self.file_size,
+                                     reserve_chunk=CQ_RESERVE_CHUNK, release_idle=True)
         self.max_physic_offset = -1
         self.min_logic_offset = 0
 
@@ -103,8 +111,9 @@ class ConsumeQueue:
             # The steady state: the next unit of a file with room.
             mf = files[-1]
             pos = mf.wrote_position
-            if pos < self.file_size and mf.file_from_offset + pos == expect:
-                _UNIT.pack_into(mf.mm, pos, offset, size, tags_code)
+            if pos < mf.reserved and mf.file_from_offset + pos == expect:
+                mm = mf.mm
+                _UNIT.pack_into(mf.mapping() if mm.closed else mm, pos, offset, size, tags_code)
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_physic_offset = offset + size
                 return True
@@ -115,6 +124,8 @@ class ConsumeQueue:
         if expect != current:
             log.warning("[BUG] logic queue order maybe wrong, expectLogicOffset: %d currentLogicOffset: %d "
                         "topic: %s queue: %d", expect, current, self.topic, self.queue_id)
+        self._reserve_for_writer(mf, mf.wrote_position + CQ_STORE_UNIT_SIZE)
+        mf.mapping()
         mf.append(_UNIT.pack(offset, size, tags_code))
         self.max_physic_offset = offset + size
         return True
@@ -125,30 +136,44 @@ class ConsumeQueue:
             # A queue whose first unit is not 0 (its older files were deleted): fill the head
             # of the file with blank units so positions stay arithmetic.
             self.min_logic_offset = expect
+            mf.reserve(expect - mf.file_from_offset, CQ_RESERVE_CHUNK)
             mf.append(_BLANK_UNIT * ((expect - mf.file_from_offset) // CQ_STORE_UNIT_SIZE))
         return mf
+
+    def _reserve_for_writer(self, mf: MappedFile, end: int) -> None:
+        """Blocks up to ``end`` for a write the CommitLog has already taken (a slave's dispatch,
+        recovery): the master's put reserved them beforehand (``reserve``), and when the disk has
+        no room now the unit is written all the same, into a sparse page, as before reservations
+        were made: the record is in the log and its unit must be."""
+        if end > mf.reserved:
+            try:
+                mf.reserve(end, CQ_RESERVE_CHUNK)
+            except OSError as exc:
+                log.error("cannot reserve the blocks of %s up to %d: %s", mf.path, end, exc)
 
     def reserve(self, cq_offset: int, count: int) -> None:
         """Files for the units ``cq_offset`` to ``cq_offset + count - 1`` made now, before the
         CommitLog takes their records: once a record is in the log its unit must be written, or
         an acknowledged message would be in no queue. Raises OSError (DiskFullError for a full
         disk) and changes nothing a reader sees when they cannot be made. The caller has checked
-        that the current file lacks room (``has_room``)."""
+        that the current file lacks reserved room (``has_room``)."""
         files = self.queue.files
         if not files:
             self._first_file(cq_offset * CQ_STORE_UNIT_SIZE)
         elif files[-1].is_full:
             self.queue.get_last_mapped_file()
-        free = (self.file_size - files[-1].wrote_position) // CQ_STORE_UNIT_SIZE
-        if count > free:
+        mf = files[-1]
+        end = mf.wrote_position + count * CQ_STORE_UNIT_SIZE
+        mf.reserve(min(end, self.file_size), CQ_RESERVE_CHUNK)
+        if end > self.file_size:  # the files after it are made whole (create_ahead)
             per_file = self.file_size // CQ_STORE_UNIT_SIZE
-            self.queue.create_ahead(-(-(count - free) // per_file))
+            self.queue.create_ahead(-(-(end - self.file_size) // CQ_STORE_UNIT_SIZE // per_file))
 
     def has_room(self, count: int) -> bool:
         """Whether the current file holds ``count`` more units (the put path's check before
         ``reserve``)."""
         files = self.queue.files
-        return bool(files) and files[-1].wrote_position + count * CQ_STORE_UNIT_SIZE <= self.file_size
+        return bool(files) and files[-1].wrote_position + count * CQ_STORE_UNIT_SIZE <= files[-1].reserved
 
     def put_units(self, units: list[tuple[int, int, int]], first_cq_offset: int) -> bool:
         """Units ``first_cq_offset`` onwards in one write, when they follow the last unit in
@@ -160,9 +185,9 @@ class ConsumeQueue:
         mf = files[-1]
         pos = mf.wrote_position
         end = pos + len(units) * CQ_STORE_UNIT_SIZE
-        if end > self.file_size or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
+        if end > mf.reserved or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
             return False
-        mf.mm[pos:end] = b"".join([_UNIT.pack(*unit) for unit in units])
+        mf.mapping()[pos:end] = b"".join([_UNIT.pack(*unit) for unit in units])
         mf.wrote_position = end
         offset, size, _ = units[-1]
         self.max_physic_offset = offset + size

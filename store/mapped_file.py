@@ -116,7 +116,12 @@ class _Mappings:
     Before Python 3.13 each mapping holds a descriptor, and a store of many small files (small
     ConsumeQueue files, a long history) would run out of them: past half the open-file limit,
     the oldest mappings of files that are full and flushed (nothing will write them again) are
-    released, and made again when read. The files being written are never released."""
+    released, and made again when read. When too few are, the oldest mappings of files whose
+    writers map them again before writing (``release_idle``: the ConsumeQueue files being written,
+    one per queue, 80,000 for 10,000 topics of 8 queues) go next: a released mapping's written
+    pages stay in the page cache and are synced through a descriptor (``MappedFile.flush``).
+    The CommitLog's file being written is never released. (The kernel's own bound,
+    vm.max_map_count, 65,530 by default, caps the budget too.)"""
 
     def __init__(self) -> None:
         self.open: dict[MappedFile, None] = {}
@@ -129,30 +134,40 @@ class _Mappings:
             self.limit = max(64, min(_open_file_limit() // 2, 32768))
             self._next_scan = self.limit
         if len(self.open) > self._next_scan:
-            self._release_cold()
+            self._release_cold(mf)
 
     def discard(self, mf: MappedFile) -> None:
         self.open.pop(mf, None)
 
-    def _release_cold(self) -> None:
+    def _release_cold(self, keep: MappedFile) -> None:
         # An eighth of the budget at a time, so the scan is paid once per that many mappings;
-        # when too few are cold (many queues each with a file being written), wait as long again.
+        # cold files first, then idle ones (never ``keep``, the mapping just made for its caller);
+        # when too few are either, wait as long again.
         excess = len(self.open) - self.limit + self.limit // 8
-        for mf in list(self.open):
-            if excess <= 0:
-                break
-            if mf.cold:
-                mf.unmap()
-                excess -= 1
+        for releasable in (_cold, _idle):
+            for mf in list(self.open):
+                if excess <= 0:
+                    break
+                if mf is not keep and releasable(mf):
+                    mf.unmap()
+                    excess -= 1
         self._next_scan = max(self.limit, len(self.open) + self.limit // 8)
+
+
+def _cold(mf: MappedFile) -> bool:
+    return mf.cold
+
+
+def _idle(mf: MappedFile) -> bool:
+    return mf.release_idle
 
 
 MAPPINGS = _Mappings()
 
 
 class MappedFile:
-    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path", "reserved",
-                 "warm_mark", "warm_requested", "wrote_position")
+    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path", "release_idle",
+                 "reserved", "warm_mark", "warm_requested", "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
         """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
@@ -164,6 +179,9 @@ class MappedFile:
         self._address: int | None = None
         # Bytes from the start whose blocks are known reserved (``reserve``); writers stay below.
         self.reserved = 0
+        # Whether its mapping may be released while it is still written (_Mappings): set for
+        # files whose writers take ``mapping()`` before writing.
+        self.release_idle = False
         size = os.path.getsize(path)
         if size != file_size:
             raise ValueError(f"{path} has {size} bytes, expected {file_size}: refusing to load")
@@ -303,13 +321,14 @@ class MappedFileQueue:
     """The files of one log (the CommitLog, or one consume queue) in offset order."""
 
     def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False,
-                 no_readahead: int | None = None, reserve_chunk: int = 0) -> None:
+                 no_readahead: int | None = None, reserve_chunk: int = 0, release_idle: bool = False) -> None:
         self.store_path = store_path
         self.file_size = file_size
         # 0: a new file's blocks are all reserved when it is made (ConsumeQueue files, small).
         # Else only this much, and the writer reserves more as it goes (MappedFile.reserve): a
         # 1 GiB CommitLog file costs disk as it fills, as a sparse one did.
         self.reserve_chunk = reserve_chunk
+        self.release_idle = release_idle  # MappedFile.release_idle of its files
         # Head of each new file advised MADV_RANDOM (MappedFile.advise_no_readahead); all of it
         # by default.
         self.no_readahead = file_size if no_readahead is None else no_readahead
@@ -339,6 +358,7 @@ class MappedFileQueue:
             mf = MappedFile(path, self.file_size, mapped=False)
             # Positions are provisionally "full"; recovery sets the real write position.
             mf.wrote_position = mf.flushed_position = self.file_size
+            mf.release_idle = self.release_idle
             self.files.append(mf)
         if self.files:
             self._reserve_last()
@@ -381,6 +401,7 @@ class MappedFileQueue:
                 raise DiskFullError(f"cannot create {self.file_size}-byte file in {self.store_path}: "
                                     f"{exc.strerror}", self.file_size) from exc
             raise
+        mf.release_idle = self.release_idle
         self.files.append(mf)
         self.preallocate_next()
         return mf

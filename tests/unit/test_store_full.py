@@ -147,3 +147,76 @@ async def test_the_commit_log_reserves_ahead_of_its_writer(tmp_path: str, monkey
         assert store.get_message("g", "Ahead", 0, stored, 1).status == GetMessageStatus.FOUND
     finally:
         await store.shutdown()
+
+
+async def test_many_queues_written_hold_few_mappings(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the mapping budget, the ConsumeQueue files still being written are released too (one
+    per queue: 10,000 topics of 8 queues would otherwise hold 80,000 mappings), mapped again by
+    their next write, and nothing written through a released mapping is lost, before or after a
+    restart."""
+    mappings = mapped_file._Mappings()
+    mappings.limit = 64
+    mappings._next_scan = 64
+    monkeypatch.setattr(mapped_file, "MAPPINGS", mappings)
+    cfg = small_config(str(tmp_path), messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    topics = [f"Wide{t}" for t in range(50)]
+    for rnd in range(3):  # 200 queues, each written again after its mapping was released
+        for t, topic in enumerate(topics):
+            for qid in range(4):
+                assert store.append_message(message(topic, f"{t}-{qid}-{rnd}".encode(), queue_id=qid)).ok
+        assert len(mappings.open) <= 64 + 64 // 8 + 4, len(mappings.open)
+    cq = store.consume_queue_store.existing("Wide0", 0)
+    assert cq is not None and not cq.queue.files[-1].is_full
+    for restart in (False, True):
+        if restart:
+            await store.shutdown()
+            store = DefaultMessageStore(cfg)
+            await store.load()
+            await store.start()
+        for t, topic in enumerate(topics):
+            for qid in range(4):
+                assert store.get_max_offset_in_queue(topic, qid) == 3
+                got = store.get_message("g", topic, qid, 0, 3)
+                assert got.status == GetMessageStatus.FOUND and len(got.buffers) == 3, (topic, qid, restart)
+                assert all(f"{t}-{qid}-{rnd}".encode() in buf for rnd, buf in enumerate(got.buffers))
+    await store.shutdown()
+
+
+async def test_a_consume_queue_reserves_ahead_of_its_writer(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 6,000,000-byte ConsumeQueue file holds the disk of its first units, not all of it; when
+    the reservation of its next chunk fails, the put is refused with nothing stored, and accepted
+    once the disk has room."""
+    refuse = [False]
+    monkeypatch.setattr(mapped_file, "reserve_blocks", _refusing(errno.ENOSPC, refuse))
+    cfg = small_config(str(tmp_path), mappedFileSizeConsumeQueue=6_000_000, messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    try:
+        assert store.append_message(message("Chunked", b"c")).ok
+        cq = store.consume_queue_store.existing("Chunked", 0)
+        assert cq is not None
+        mf = cq.queue.files[-1]
+        assert 0 < mf.reserved < mf.file_size, "the whole file was reserved at once"
+        if hasattr(os, "posix_fallocate"):
+            assert os.stat(mf.path).st_blocks * 512 <= 4 * mf.reserved, "blocks held beyond the reservation"
+        refuse[0] = True
+        stored = 1
+        for _ in range(10_000):  # bounded: the first chunk holds fewer units than this
+            before = store.get_max_phy_offset()
+            r = store.append_message(message("Chunked", b"c"))
+            if not r.ok:
+                break
+            stored += 1
+            assert stored * 20 <= mf.reserved, "a unit written past the reservation"
+        assert not r.ok and r.status == PutMessageStatus.SERVICE_NOT_AVAILABLE, r
+        assert store.get_max_phy_offset() == before and store.get_max_offset_in_queue("Chunked", 0) == stored
+        refuse[0] = False
+        r = store.append_message(message("Chunked", b"c"))
+        assert r.ok and r.append_result is not None and r.append_result.logics_offset == stored
+        assert store.get_message("g", "Chunked", 0, stored, 1).status == GetMessageStatus.FOUND
+    finally:
+        await store.shutdown()
