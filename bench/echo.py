@@ -66,10 +66,11 @@ def echo_server() -> Iterator[int]:
         yield port
 
 
-async def measure_streams_echo(port: int, in_flight: int, duration: float) -> float:
-    """Round trips per second over one connection for ``duration`` seconds (bounded)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    payload = os.urandom(PAYLOAD)
+async def measure_streams_echo(port: int, in_flight: int, duration: float, payload_size: int = PAYLOAD) -> float:
+    """Round trips per second over one connection for ``duration`` seconds (bounded), with frames
+    of ``payload_size`` bytes (bench/scale.py's 1 MiB ceiling)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=max(1 << 16, 2 * payload_size))
+    payload = os.urandom(payload_size)
     frame = len(payload).to_bytes(4, "big") + payload
     sem = asyncio.Semaphore(in_flight)
     sent = received = 0
@@ -132,7 +133,9 @@ async def _echo_handler(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 
 
 async def _serve(port: int, max_life: float) -> None:
-    server = await asyncio.start_server(_echo_handler, "127.0.0.1", port)
+    # A buffer for two 1 MiB frames (bench/scale.py), so large frames are not read in 64 KiB
+    # pause/resume steps that would lower the ceiling.
+    server = await asyncio.start_server(_echo_handler, "127.0.0.1", port, limit=1 << 21)
     async with server:
         await asyncio.sleep(max_life)  # a safety net: the driver stops us by PID
 
