@@ -11,7 +11,9 @@ WORKDIR /opt/rocketmq-py
 COPY pyproject.toml setup.py README.md ./
 COPY rocketmq_py ./rocketmq_py
 COPY conf ./conf
+COPY common ./common
 COPY remoting ./remoting
+COPY acl ./acl
 COPY namesrv ./namesrv
 COPY store ./store
 COPY broker ./broker

@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from broker_send import measure_send, start_broker
 
-from rocketmq_py.remoting.acl import SessionCredentials
-from rocketmq_py.remoting.loop import run
+from rocketmq_py.acl.session_credentials import SessionCredentials
+from rocketmq_py.common.loop import run
 
 ACCOUNT = SessionCredentials("bench-admin", "bench-admin-secret")
 

@@ -29,11 +29,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from echo import echo_server, measure_streams_echo
 
+from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
+from rocketmq_py.acl.session_credentials import SessionCredentials
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
 from rocketmq_py.remoting.client import ClientConfig
 from rocketmq_py.remoting.codes import SerializeType, offers_serialize_type
-from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,

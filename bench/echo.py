@@ -112,7 +112,7 @@ async def measure_streams_echo(port: int, in_flight: int, duration: float, paylo
 
 def streams_echo_rps(in_flight: int, duration: float = 3.0) -> float:
     """One measurement against a fresh echo server process (for benches that need one figure)."""
-    from rocketmq_py.remoting.loop import run
+    from rocketmq_py.common.loop import run
 
     with echo_server() as port:
         return run(measure_streams_echo(port, in_flight, duration))
@@ -147,6 +147,6 @@ if __name__ == "__main__":
     parser.add_argument("--max-life", type=float, default=1800.0)
     ns = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from rocketmq_py.remoting.loop import run as _run
+    from rocketmq_py.common.loop import run as _run
 
     _run(_serve(ns.port, ns.max_life))

@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from broker_send import BODY, measure_send, send_header
 
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.loop import run
 from tests.integration.daemons import DaemonSet
 
 HA = ("haSendHeartbeatInterval=1000", "registerNameServerPeriod=10000", "messageIndexInChildProcess=false")

@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from echo import echo_server, measure_streams_echo
 
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.protocol.namesrv import RegisterBrokerRequestHeader
 from rocketmq_py.remoting.protocol.route import RegisterBrokerBody
 from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper

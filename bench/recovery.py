@@ -43,7 +43,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rocketmq_py.remoting.loop import run
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting.protocol.message import MessageConst, properties_to_string, tags_string_to_tags_code
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.store.message_store import DefaultMessageStore, PutMessageStatus

@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from echo import echo_server, free_port, measure_streams_echo, subprocess_server
 
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RemotingServer, SerializeType, ServerConfig
-from rocketmq_py.remoting.loop import run
 
 BENCH_CODE = 1000
 BODY = os.urandom(1024)

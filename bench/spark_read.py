@@ -32,7 +32,7 @@ from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
-from rocketmq_py.remoting.loop import run
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import start_broker, start_namesrv
 

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from broker_send import measure_send, start_broker
 
-from rocketmq_py.remoting.loop import run
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting.tls import client_ssl_context
 from tests.tls_certs import make_pki
 

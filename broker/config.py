@@ -1,7 +1,7 @@
 """BrokerConfig: the broker's own settings, with RocketMQ 4.9.8's names and defaults.
 
 Network settings (listenPort...) and store settings (storePathRootDir, flushDiskType...) live
-in their own models, as in Java; one broker.conf fills all three (remoting.properties).
+in their own models, as in Java; one broker.conf fills all three (common/properties.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import socket
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rocketmq_py.remoting.acl import SessionCredentials
-from rocketmq_py.remoting.properties import ConfigError
+from rocketmq_py.acl.session_credentials import SessionCredentials
+from rocketmq_py.common.properties import ConfigError
 from rocketmq_py.remoting.protocol.topic import PermName
 
 

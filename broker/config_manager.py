@@ -1,6 +1,6 @@
 """Persisted broker tables (topics, subscription groups, consumer offsets): one JSON file each.
 
-Files are written and read through ``remoting.atomic_file``: a crash never leaves a table
+Files are written and read through ``common.atomic_file``: a crash never leaves a table
 unreadable, and a broken file falls back to its ``.bak`` with a warning.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 
-from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.common.atomic_file import load_with_backup, write_file_atomically
 
 
 class ConfigManager(ABC):

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 
-from rocketmq_py.broker.acl.plain_access_validator import PlainAccessValidator
+from rocketmq_py.acl.plain_access_validator import PlainAccessValidator
 from rocketmq_py.broker.client_housekeeping import ClientHousekeepingService, notify_consumer_ids_changed
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.consumer_manager import ConsumerManager
@@ -42,10 +42,10 @@ from rocketmq_py.broker.subscription_group_manager import SubscriptionGroupManag
 from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge
 from rocketmq_py.broker.transaction.check_service import TransactionalMessageCheckService
+from rocketmq_py.common.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, RequestProcessor
-from rocketmq_py.remoting.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.protocol.namesrv import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,

@@ -30,19 +30,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from rocketmq_py.common.metrics import Buckets, HistogramSeries, MetricsHttpServer
+from rocketmq_py.common.version import version_desc
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.metrics import (
-    Buckets,
-    HistogramSeries,
-    MetricsHttpServer,
-    RequestObserver,
-    RpcLatency,
-    instrument_server,
-)
+from rocketmq_py.remoting.metrics import RequestObserver, RpcLatency, instrument_server
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.topic_validator import is_system_topic
-from rocketmq_py.remoting.version import version_desc
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.client_channel import ClientChannelInfo

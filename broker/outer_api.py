@@ -7,7 +7,8 @@ import logging
 import ssl
 import zlib
 
-from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
+from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.remoting.client import ClientConfig, RemotingClient
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand

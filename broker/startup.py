@@ -15,12 +15,12 @@ import typer
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
-from rocketmq_py.remoting.cli import config_hint, fail, main_entry, one_line
-from rocketmq_py.remoting.daemon import parse_overrides, serve_until_signalled
-from rocketmq_py.remoting.exceptions import AddressInUseError
-from rocketmq_py.remoting.logsetup import default_log_dir, log_config, setup_logging
-from rocketmq_py.remoting.loop import run
-from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from rocketmq_py.common.cli import config_hint, fail, main_entry, one_line
+from rocketmq_py.common.daemon import parse_overrides, serve_until_signalled
+from rocketmq_py.common.exceptions import AddressInUseError
+from rocketmq_py.common.logsetup import default_log_dir, log_config, setup_logging
+from rocketmq_py.common.loop import run
+from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties, read_properties_file
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.message_store import StoreLockedError

@@ -3,6 +3,7 @@
 The PySpark connector (source and sink) is ``rocketmq_py.client.spark``, with the ``spark`` extra.
 """
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import (
@@ -23,7 +24,6 @@ from rocketmq_py.client.transaction_producer import (
     TransactionProducer,
     TransactionSendResult,
 )
-from rocketmq_py.remoting.acl import SessionCredentials
 
 __all__ = [
     "Admin",

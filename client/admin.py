@@ -11,15 +11,15 @@ import ssl
 from dataclasses import dataclass
 from typing import Any, Self
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError
 from rocketmq_py.client.instance import ClientConfig, MQClientInstance, MQClientManager
 from rocketmq_py.client.message_id import nearly_time_from_id
 from rocketmq_py.client.running_info import ConsumerRunningInfo
-from rocketmq_py.remoting.acl import SessionCredentials
+from rocketmq_py.common.properties import parse_properties
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.properties import parse_properties
 from rocketmq_py.remoting.protocol import fastjson_read
 from rocketmq_py.remoting.protocol.acl import (
     CreateAccessConfigRequestHeader,

@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError, NoRouteError
-from rocketmq_py.remoting.acl import AclClientRPCHook, SessionCredentials
-from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.remoting.client import RemotingClient
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
 from rocketmq_py.remoting.command import RemotingCommand
@@ -71,7 +72,7 @@ class ClientConfig:
     # do; a Java broker does not, and gets JSON). False: JSON to every broker.
     msgpack_headers: bool = True
     # How long the event loop may keep polling after a read before it sleeps, in microseconds
-    # (remoting/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
+    # (common/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
     # An ACL account: every request this client writes, to NameServers and brokers, is signed
     # with it (Java's AclClientRPCHook); None sends unsigned requests.

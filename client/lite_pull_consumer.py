@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueStrategy,
@@ -42,7 +43,6 @@ from rocketmq_py.client.trace.async_trace_dispatcher import AsyncTraceDispatcher
 from rocketmq_py.client.trace.trace_context import ConsumeReturnType
 from rocketmq_py.client.trace.trace_hooks import consume_message_after, consume_message_before
 from rocketmq_py.client.validators import check_group
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError

@@ -12,7 +12,7 @@ import logging
 import os
 
 from rocketmq_py.client.allocate import MessageQueue
-from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.common.atomic_file import load_with_backup, write_file_atomically
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 
 log = logging.getLogger("rocketmq.client")

@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import (
     ClientStateError,
@@ -39,7 +40,6 @@ from rocketmq_py.client.validators import (
     check_send_topic,
     check_user_properties,
 )
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError

@@ -24,7 +24,7 @@ from rocketmq_py.client.transaction_producer import (
     TransactionProducer,
     TransactionSendResult,
 )
-from rocketmq_py.remoting.loop import loop_factory
+from rocketmq_py.common.loop import loop_factory
 from rocketmq_py.remoting.protocol.message import MessageExt
 
 T = TypeVar("T")

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from rocketmq_py.broker.acl.plain_access_validator import PlainAccessValidator
+from rocketmq_py.acl.plain_access_validator import PlainAccessValidator
+from rocketmq_py.common.atomic_file import write_file_atomically
+from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.kv_config import KVConfigManager
 from rocketmq_py.namesrv.processor import DefaultRequestProcessor
 from rocketmq_py.namesrv.route_info import RouteInfoManager
-from rocketmq_py.remoting.atomic_file import write_file_atomically
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
 from rocketmq_py.remoting.processor import ProcessorFunc
-from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties
 from rocketmq_py.remoting.server import RemotingServer
 from rocketmq_py.remoting.server_config import NettyServerConfig
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 
-from rocketmq_py.remoting.atomic_file import load_with_backup, write_file_atomically
+from rocketmq_py.common.atomic_file import load_with_backup, write_file_atomically
 from rocketmq_py.remoting.protocol import json_body
 from rocketmq_py.remoting.protocol.route import KVTable
 

@@ -16,7 +16,8 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from rocketmq_py.remoting.metrics import MetricsHttpServer, RpcLatency, instrument_server
+from rocketmq_py.common.metrics import MetricsHttpServer
+from rocketmq_py.remoting.metrics import RpcLatency, instrument_server
 
 if TYPE_CHECKING:
     from rocketmq_py.namesrv.controller import NamesrvController

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from rocketmq_py.common.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.namesrv.config import CONFIG_BLACK_LIST
 from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.header import INT32_MAX
-from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.remoting.protocol.namesrv import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
+from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvents, InvokeCallback, RemotingConnection
 from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
@@ -41,7 +41,7 @@ class ClientConfig:
     scan_interval: float = 1.0
     # Calls awaiting answers per connection; past it a call fails at once instead of queueing.
     max_pending: int = DEFAULT_MAX_PENDING
-    # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
+    # How long the loop may keep polling after a read before it sleeps (common/busy_poll.py).
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
     # TLS on every connection this client makes (Java's useTLS / tls.enable); None: plaintext.
     # remoting.tls.client_ssl_context builds one from the tls.client.* keys.

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rocketmq_py.remoting.busy_poll import BusyPoller
+from rocketmq_py.common.busy_poll import BusyPoller
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from rocketmq_py.remoting.exceptions import (
     RemotingSendRequestError,

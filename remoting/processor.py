@@ -15,9 +15,9 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_py.common.refusal_log import RefusalLog
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
-from rocketmq_py.remoting.refusal_log import RefusalLog
 
 if TYPE_CHECKING:
     from rocketmq_py.remoting.connection import RemotingConnection
@@ -110,7 +110,7 @@ class ProcessorTable:
         # is logged here, for every processor, rate-limited per code and address.
         self.refusals = RefusalLog(log)
         # Java's server RPC hooks' doBeforeRequest, in the one place every request passes: set
-        # by a daemon with aclEnable=true (broker/acl/plain_access_validator.py).
+        # by a daemon with aclEnable=true (acl/plain_access_validator.py).
         self.access_check: AccessCheck | None = None
 
     def register(self, code: int, processor: RequestProcessor | ProcessorFunc,

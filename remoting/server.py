@@ -14,10 +14,10 @@ import ssl
 import time
 from dataclasses import dataclass
 
+from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
+from rocketmq_py.common.exceptions import AddressInUseError
 from rocketmq_py.remoting.acceptor import Acceptor
-from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
-from rocketmq_py.remoting.exceptions import AddressInUseError
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.tls import TlsMode
@@ -33,7 +33,7 @@ class ServerConfig:
     channel_max_idle: float = 120.0
     scan_interval: float = 1.0
     shutdown_grace: float = 5.0
-    # How long the loop may keep polling after a read before it sleeps (remoting/busy_poll.py).
+    # How long the loop may keep polling after a read before it sleeps (common/busy_poll.py).
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
     # tls.server.mode and the context its TLS connections use (remoting/tls.py).
     tls_mode: TlsMode = TlsMode.DISABLED

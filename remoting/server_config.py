@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from rocketmq_py.remoting.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.server import ServerConfig
 from rocketmq_py.remoting.tls import TlsConfig, server_ssl_context
@@ -22,7 +22,7 @@ class NettyServerConfig(TlsConfig):
     # com.rocketmq.remoting.frameMaxLength: the largest frame a peer may send.
     frameMaxLength: int = DEFAULT_MAX_FRAME_SIZE
     # rocketmq-py's own: how long the event loop may keep polling after a read before it sleeps,
-    # in microseconds (remoting/busy_poll.py); 0 turns it off.
+    # in microseconds (common/busy_poll.py); 0 turns it off.
     serverBusyPollMaxMicros: int = DEFAULT_BUSY_POLL_MAX_MICROS
 
     def to_server_config(self, port: int | None = None) -> ServerConfig:

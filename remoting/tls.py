@@ -24,7 +24,7 @@ import ssl
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rocketmq_py.remoting.properties import ConfigError, parse_properties
+from rocketmq_py.common.properties import ConfigError, parse_properties
 
 log = logging.getLogger(__name__)
 

@@ -17,17 +17,17 @@ import typer
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
+from rocketmq_py.common.cli import fail, main_entry, one_line
+from rocketmq_py.common.daemon import parse_overrides, raise_open_file_limit, wait_for_stop_signal
+from rocketmq_py.common.exceptions import AddressInUseError
+from rocketmq_py.common.logsetup import default_log_dir, setup_logging
+from rocketmq_py.common.loop import run
+from rocketmq_py.common.metrics import MetricsHttpServer
+from rocketmq_py.common.properties import ConfigError, apply_properties
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.cli import fail, main_entry, one_line
-from rocketmq_py.remoting.daemon import parse_overrides, raise_open_file_limit, wait_for_stop_signal
-from rocketmq_py.remoting.exceptions import AddressInUseError
-from rocketmq_py.remoting.logsetup import default_log_dir, setup_logging
-from rocketmq_py.remoting.loop import run
-from rocketmq_py.remoting.metrics import MetricsHttpServer
-from rocketmq_py.remoting.properties import ConfigError, apply_properties
 from rocketmq_py.remoting.protocol.broker import (
     FLAG_SUBSCRIPTION,
     PullMessageRequestHeader,

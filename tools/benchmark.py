@@ -21,11 +21,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.bench_stats import LatencyRecorder, Window
 from rocketmq_py.tools.cli import NamesrvOption, hinted, main_entry

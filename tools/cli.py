@@ -1,11 +1,11 @@
 """What every operator CLI shares (mqadmin, mqbench, mqcluster): the ``-n`` option; one-line
-errors and the entry point that makes usage errors one line are the daemons' too (remoting.cli)."""
+errors and the entry point that makes usage errors one line are the daemons' too (common.cli)."""
 
 from __future__ import annotations
 
 import typer
 
-from rocketmq_py.remoting.cli import main_entry, one_line
+from rocketmq_py.common.cli import main_entry, one_line
 
 __all__ = ["NamesrvOption", "hinted", "main_entry", "one_line"]
 

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from rocketmq_py.common.properties import read_properties_file
 from rocketmq_py.conf import CONF_DIR
-from rocketmq_py.remoting.properties import read_properties_file
 
 # The directory holding conf/: the checkout under an editable install, the installed package
 # (site-packages/rocketmq_py) under a wheel's, so the same relative paths work for both.

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 
 import typer
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGIES, ServiceSpec
 from rocketmq_py.tools.mqadmin.common import CommandError, _session_credentials, emit, main_entry, one_line
 

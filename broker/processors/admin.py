@@ -12,12 +12,12 @@ from rocketmq_py.broker.runtime_info import prepare_runtime_info
 from rocketmq_py.broker.stats_manager import CallSnapshot, StatsItem
 from rocketmq_py.broker.subscription_group_manager import validate_group
 from rocketmq_py.broker.topic_config_manager import validate_topic
+from rocketmq_py.common.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.header import shown
-from rocketmq_py.remoting.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.remoting.protocol.admin import (
     BrokerStatsData,
     BrokerStatsItem,

@@ -13,9 +13,9 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from rocketmq_py.broker.acl.acl_exception import AclException
-from rocketmq_py.broker.acl.plain_permission_manager import PlainAccessConfig as AccountConfig
-from rocketmq_py.broker.acl.plain_permission_manager import PlainPermissionManager
+from rocketmq_py.acl.acl_exception import AclException
+from rocketmq_py.acl.plain_permission_manager import PlainAccessConfig as AccountConfig
+from rocketmq_py.acl.plain_permission_manager import PlainPermissionManager
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection

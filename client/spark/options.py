@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.spark.records import tags_of
-from rocketmq_py.remoting.acl import SessionCredentials
 
 EARLIEST = "earliest"
 LATEST = "latest"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import socket
 import time
 
-from rocketmq_py.remoting.acl import SessionCredentials, sign_request
+from rocketmq_py.acl.acl_client_rpc_hook import sign_request
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rocketmq_py.remoting.frame import FrameDecoder, encode_frame

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.spark.options import EARLIEST, LATEST, OffsetSpec, OptionError, queue_key
 from rocketmq_py.client.sync import run_sync
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.route import MASTER_ID
 from rocketmq_py.remoting.protocol.topic import PermName
 

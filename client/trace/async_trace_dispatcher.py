@@ -18,13 +18,13 @@ import logging
 import ssl
 import time
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
 from rocketmq_py.client.trace.trace_constants import GROUP_NAME_PREFIX, RMQ_SYS_TRACE_TOPIC, TRACE_INSTANCE_NAME
 from rocketmq_py.client.trace.trace_context import TraceContext
 from rocketmq_py.client.trace.trace_data_encoder import TraceTransferBean, encode
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.exceptions import RemotingError
 
 log = logging.getLogger("rocketmq.client")

@@ -20,8 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingCommand, RemotingServer, ResponseCode, ServerConfig
-from rocketmq_py.remoting.loop import run
 
 ECHO, SLEEP, FAIL, SLOW_LIMITED, COUNT_ONEWAY, GET_COUNT, ASK_CLIENT, CLOSE_ME = range(1001, 1009)
 CLIENT_QUESTION = 2001

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_py.broker.acl.permission import ADMIN_CODE
-from rocketmq_py.broker.acl.plain_access_validator import REMARK_PREFIX
+from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
+from rocketmq_py.acl.permission import ADMIN_CODE
+from rocketmq_py.acl.plain_access_validator import REMARK_PREFIX
+from rocketmq_py.acl.session_credentials import ACCESS_KEY
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.client import Admin, LitePullConsumer, Message, MQClientError, Producer, SessionCredentials
@@ -23,7 +25,6 @@ from rocketmq_py.client.sync import BlockingProducer
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.remoting import RemotingClient
-from rocketmq_py.remoting.acl import ACCESS_KEY, AclClientRPCHook
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry, Counter
 from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
+from rocketmq_py.common.metrics import MetricsHttpServer
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.metrics import MetricsHttpServer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.broker_client import pull_request, send_request
 from tests.integration.daemons import DaemonSet

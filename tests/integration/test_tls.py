@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from rocketmq_py.client import Admin, LitePullConsumer, Message, MQClientError, Producer
+from rocketmq_py.common.properties import ConfigError
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RemotingServer, ServerConfig
 from rocketmq_py.remoting.client import ClientConfig
 from rocketmq_py.remoting.exceptions import RemotingError
-from rocketmq_py.remoting.properties import ConfigError
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.tls import TlsConfig, TlsMode, client_ssl_context, server_ssl_context
 from tests.integration.cli import run_cli

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.errors import MQClientError
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.protocol.message import MessageExt
 from tests.integration.conftest import running_cluster
 from tests.interop.conftest import Cluster, Names

@@ -11,14 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_py.broker.acl.acl_exception import AclException
-from rocketmq_py.broker.acl.permission import ANY, DENY, PUB, SUB, check_permission
-from rocketmq_py.broker.acl.plain_access_resource import parse
-from rocketmq_py.broker.acl.plain_access_validator import REMARK_PREFIX, PlainAccessValidator
-from rocketmq_py.broker.acl.plain_permission_manager import PlainPermissionManager, parse_acl_text
-from rocketmq_py.broker.acl.remote_address_strategy import remote_address_matcher
+from rocketmq_py.acl.acl_client_rpc_hook import sign_request
+from rocketmq_py.acl.acl_exception import AclException
+from rocketmq_py.acl.permission import ANY, DENY, PUB, SUB, check_permission
+from rocketmq_py.acl.plain_access_resource import parse
+from rocketmq_py.acl.plain_access_validator import REMARK_PREFIX, PlainAccessValidator
+from rocketmq_py.acl.plain_permission_manager import PlainPermissionManager, parse_acl_text
+from rocketmq_py.acl.remote_address_strategy import remote_address_matcher
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.conf import conf_path
-from rocketmq_py.remoting.acl import SessionCredentials, sign_request
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 

@@ -11,16 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketmq_py.remoting.acl import (
-    ACCESS_KEY,
-    SECURITY_TOKEN,
-    SIGNATURE,
-    AclClientRPCHook,
-    SessionCredentials,
-    cal_signature,
-    combine_request_content,
-    sign_request,
-)
+from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook, cal_signature, combine_request_content, sign_request
+from rocketmq_py.acl.session_credentials import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, SessionCredentials
 from rocketmq_py.remoting.command import RemotingCommand
 
 

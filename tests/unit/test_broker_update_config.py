@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import STARTUP_ONLY_KEYS, BrokerController
-from rocketmq_py.remoting.properties import ConfigError
+from rocketmq_py.common.properties import ConfigError
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
 

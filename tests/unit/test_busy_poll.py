@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from rocketmq_py.remoting import busy_poll
-from rocketmq_py.remoting.busy_poll import BusyPoller, busy_poller
+from rocketmq_py.common import busy_poll
+from rocketmq_py.common.busy_poll import BusyPoller, busy_poller
 from tests.waiting import wait_until
 
 

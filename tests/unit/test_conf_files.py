@@ -8,8 +8,8 @@ import os
 import pytest
 
 from rocketmq_py.broker.config import BrokerConfig
+from rocketmq_py.common.properties import apply_properties, read_properties_file
 from rocketmq_py.namesrv.config import NamesrvConfig
-from rocketmq_py.remoting.properties import apply_properties, read_properties_file
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
 

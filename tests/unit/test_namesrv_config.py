@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from rocketmq_py.common.properties import ConfigError
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from rocketmq_py.namesrv.startup import build_config
-from rocketmq_py.remoting.properties import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

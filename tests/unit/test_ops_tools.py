@@ -13,14 +13,14 @@ import pytest
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics, BrokerMetricsCollector, PullMetricsHook, count_records
+from rocketmq_py.common.logsetup import reset_logging, setup_logging
+from rocketmq_py.common.version import version_desc
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.logsetup import reset_logging, setup_logging
 from rocketmq_py.remoting.metrics import RpcLatency, TimedProcessor
 from rocketmq_py.remoting.processor import ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.protocol.message import MessageExt, encode_record
 from rocketmq_py.remoting.server_config import NettyServerConfig
-from rocketmq_py.remoting.version import version_desc
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.tools.bench_stats import LatencyRecorder, percentile
 from rocketmq_py.tools.mqadmin.common import CommandError, parse_timestamp

@@ -46,7 +46,7 @@ SCRIPT = textwrap.dedent('''
         importlib.import_module(name)
     assert not any(sys.modules.get(n) for n in {posix_only!r})
 
-    from rocketmq_py.remoting.busy_poll import busy_poller
+    from rocketmq_py.common.busy_poll import busy_poller
     from rocketmq_py.store import index_dispatch
     from rocketmq_py.store.message_store import DefaultMessageStore
     from tests.store_helpers import message, small_config

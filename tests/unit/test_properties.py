@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from rocketmq_py.remoting.properties import ConfigError, apply_properties, format_properties, parse_properties
+from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties, parse_properties
 
 
 class NetConfig(BaseModel):

@@ -6,11 +6,11 @@ import logging
 
 import pytest
 
+from rocketmq_py.common.refusal_log import RefusalLog
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.processor import ProcessorResult, ProcessorTable
 from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData
-from rocketmq_py.remoting.refusal_log import RefusalLog
 
 
 class _Conn:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from rocketmq_py.remoting.cli import fail
+from rocketmq_py.common.cli import fail
 
 DEPENDENCIES = ("starlette", "uvicorn", "jinja2", "multipart")
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import typer
 import uvicorn
 
-from rocketmq_py.remoting.daemon import wait_for_stop_signal
+from rocketmq_py.common.daemon import wait_for_stop_signal
 from rocketmq_py.tools.cli import NamesrvOption, main_entry
 from rocketmq_py.tools.dashboard.app import create_app
 

@@ -24,9 +24,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.errors import MQClientError
-from rocketmq_py.remoting.acl import SessionCredentials
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.tools.cli import NamesrvOption, hinted, main_entry, one_line
 

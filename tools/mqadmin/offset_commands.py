@@ -12,8 +12,8 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import AllocateMessageQueueAveragely, MessageQueue
 from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.running_info import ConsumerRunningInfo
+from rocketmq_py.common.version import version_desc
 from rocketmq_py.remoting.protocol.route import MASTER_ID
-from rocketmq_py.remoting.version import version_desc
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, run_admin
 from rocketmq_py.tools.mqadmin.topic_commands import parse_bool

@@ -4,7 +4,7 @@ With ``aclEnable=true`` each request is parsed (plain_access_resource.parse) and
 against the accounts (PlainPermissionManager) before any processor sees it. A refusal is
 answered NO_PERMISSION with the reason Java gives, the processor never runs (so nothing
 changes), and a WARN line names the address, the account and the request code (rate-limited
-per code and address, as every refusal is: remoting/refusal_log.py).
+per code and address, as every refusal is: common/refusal_log.py).
 
 RocketMQ 4.9.7 surfaces the same AclException as SYSTEM_ERROR with the exception's text; the
 issue this project follows asks for NO_PERMISSION (16), which RocketMQ's clients also treat as
@@ -17,17 +17,17 @@ import asyncio
 import logging
 import os
 
-from rocketmq_py.broker.acl.acl_exception import AclException
-from rocketmq_py.broker.acl.plain_access_resource import parse
-from rocketmq_py.broker.acl.plain_permission_manager import PlainPermissionManager
-from rocketmq_py.remoting.acl import ACCESS_KEY
+from rocketmq_py.acl.acl_exception import AclException
+from rocketmq_py.acl.plain_access_resource import parse
+from rocketmq_py.acl.plain_permission_manager import PlainPermissionManager
+from rocketmq_py.acl.session_credentials import ACCESS_KEY
+from rocketmq_py.common.refusal_log import RefusalLog
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
-from rocketmq_py.remoting.refusal_log import RefusalLog
 from rocketmq_py.remoting.server import RemotingServer
 
-log = logging.getLogger("rocketmq.broker.acl")
+log = logging.getLogger("rocketmq.acl")
 
 # How Java's clients print the refusal: the exception's class, then its message.
 REMARK_PREFIX = "org.apache.rocketmq.acl.common.AclException: "

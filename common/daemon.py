@@ -8,7 +8,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 
-from rocketmq_py.remoting.properties import ConfigError
+from rocketmq_py.common.properties import ConfigError
 
 log = logging.getLogger("rocketmq")
 

@@ -20,8 +20,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from rocketmq_py.broker.acl.acl_exception import AclException
-from rocketmq_py.broker.acl.permission import (
+from rocketmq_py.acl.acl_client_rpc_hook import cal_signature
+from rocketmq_py.acl.acl_exception import AclException
+from rocketmq_py.acl.permission import (
     ADMIN_CODE,
     PUB,
     check_permission,
@@ -30,12 +31,11 @@ from rocketmq_py.broker.acl.permission import (
     parse_resource_perms,
     print_resource,
 )
-from rocketmq_py.broker.acl.plain_access_resource import PlainAccessResource
-from rocketmq_py.broker.acl.remote_address_strategy import AddressMatcher, remote_address_matcher
-from rocketmq_py.remoting.acl import cal_signature
-from rocketmq_py.remoting.atomic_file import write_file_atomically
+from rocketmq_py.acl.plain_access_resource import PlainAccessResource
+from rocketmq_py.acl.remote_address_strategy import AddressMatcher, remote_address_matcher
+from rocketmq_py.common.atomic_file import write_file_atomically
 
-log = logging.getLogger("rocketmq.broker.acl")
+log = logging.getLogger("rocketmq.acl")
 
 # AclConstants: keys must be longer than this.
 ACCESS_KEY_MIN_LENGTH = 6

@@ -14,36 +14,12 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from rocketmq_py.acl.session_credentials import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, SessionCredentials
 from rocketmq_py.remoting.command import RemotingCommand
 
-# extField names of SessionCredentials (Java's constants).
-ACCESS_KEY = "AccessKey"
-SECRET_KEY = "SecretKey"
-SIGNATURE = "Signature"
-SECURITY_TOKEN = "SecurityToken"
 # MixAll.UNIQUE_MSG_QUERY_FLAG: a query-message flag the broker leaves out of the content.
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-
-
-@dataclass(frozen=True)
-class SessionCredentials:
-    """An account's keys as a client holds them (Java's ``SessionCredentials``)."""
-
-    access_key: str
-    secret_key: str
-    security_token: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.access_key, str) or not self.access_key:
-            raise ValueError("access_key must be a non-empty string")
-        if not isinstance(self.secret_key, str) or not self.secret_key:
-            raise ValueError("secret_key must be a non-empty string")
-
-    def __repr__(self) -> str:
-        # The secret never reaches a log line through repr().
-        return f"SessionCredentials(access_key={self.access_key!r}, secret_key='***')"
 
 
 def combine_request_content(fields: Mapping[str, str], body: bytes | None, *,

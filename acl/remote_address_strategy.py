@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 
-from rocketmq_py.broker.acl.acl_exception import AclException
+from rocketmq_py.acl.acl_exception import AclException
 
 AddressMatcher = Callable[[str], bool]
 

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rocketmq_py.broker.acl.acl_exception import AclException
-from rocketmq_py.broker.acl.permission import PUB, SUB, is_retry_topic, retry_topic
-from rocketmq_py.remoting.acl import (
-    ACCESS_KEY,
-    SECURITY_TOKEN,
-    SIGNATURE,
-    UNIQUE_MSG_QUERY_FLAG,
-    combine_request_content,
-)
+from rocketmq_py.acl.acl_client_rpc_hook import UNIQUE_MSG_QUERY_FLAG, combine_request_content
+from rocketmq_py.acl.acl_exception import AclException
+from rocketmq_py.acl.permission import PUB, SUB, is_retry_topic, retry_topic
+from rocketmq_py.acl.session_credentials import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader

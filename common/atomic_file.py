@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-log = logging.getLogger("rocketmq.remoting")
+log = logging.getLogger("rocketmq.common")
 
 T = TypeVar("T")
 

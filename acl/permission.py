@@ -7,7 +7,7 @@ defaultGroupPerm, each DENY when left out.
 
 from __future__ import annotations
 
-from rocketmq_py.broker.acl.acl_exception import AclException
+from rocketmq_py.acl.acl_exception import AclException
 from rocketmq_py.remoting.codes import RequestCode
 
 DENY = 1
