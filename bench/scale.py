@@ -47,8 +47,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from broker_send import BODY, QUEUES, connect, create_topic, send_header, start_broker
 from echo import echo_server, measure_streams_echo
 
+from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.loop import run
 from rocketmq_py.remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
 
 MIB = 1 << 20
