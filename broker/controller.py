@@ -433,6 +433,7 @@ class BrokerController:
         await self.remoting_server.close()
         await self.fast_server.close()
         self.consumer_offset_manager.persist()
+        await self.topic_config_manager.persisted()  # no older snapshot may land after this write
         self.topic_config_manager.persist()
         self.subscription_group_manager.persist()
         await self.schedule_message_service.shutdown()

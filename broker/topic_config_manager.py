@@ -125,8 +125,10 @@ class TopicConfigManager(ConfigManager):
     # -- changes ----------------------------------------------------------------------------
 
     def _changed(self, config: TopicConfig) -> None:
+        # Written by persist_soon's one writer; an admin request waits for that write
+        # (AdminBrokerProcessor), a send that created its topic does not.
         self.data_version.next_version()
-        self.persist()
+        self.persist_soon()
         if self.on_change is not None:
             self.on_change(config)
 
@@ -197,4 +199,4 @@ class TopicConfigManager(ConfigManager):
                 changed = True
         if changed:
             self.data_version.next_version()
-            self.persist()
+            self.persist_soon()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from typing import TYPE_CHECKING
@@ -52,6 +53,18 @@ log = logging.getLogger("rocketmq.broker")
 _LANG_NAMES = {c.value: c.name for c in LanguageCode}
 
 
+async def _answer_once_written(request: RemotingCommand, written: asyncio.Future[None] | None) -> RemotingCommand:
+    """SUCCESS once the topic table with the change is on disk, as Java answers after its
+    persist; SYSTEM_ERROR naming the failure when it could not be written (the change stays in
+    the table, and the next write retries it)."""
+    if written is not None:
+        try:
+            await written
+        except OSError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"the topic config was not persisted: {exc}")
+    return request.response()
+
+
 class AdminBrokerProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -79,8 +92,9 @@ class AdminBrokerProcessor:
                                  topicSysFlag=h.topicSysFlag or 0, order=bool(h.order))
         except ValueError as exc:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad topic config: {exc}")
-        self.broker.topic_config_manager.update_topic_config(config)
-        return request.response()
+        topics = self.broker.topic_config_manager
+        topics.update_topic_config(config)
+        return await _answer_once_written(request, topics.persist_soon())
 
     async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(DeleteTopicRequestHeader)
@@ -88,7 +102,7 @@ class AdminBrokerProcessor:
         broker.topic_config_manager.delete_topic_config(h.topic)
         broker.consumer_offset_manager.remove_topic(h.topic)
         broker.message_store.delete_topics({h.topic})
-        return request.response()
+        return await _answer_once_written(request, broker.topic_config_manager.persist_soon())
 
     async def get_all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(body=self.broker.topic_config_manager.wrapper().encode())

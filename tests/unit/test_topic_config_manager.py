@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
+
+import pytest
+
+from rocketmq_py.broker import config_manager
 from rocketmq_py.broker.topic_config_manager import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     TopicConfigManager,
@@ -61,3 +67,44 @@ def test_validate_topic() -> None:
     assert "blank" in (validate_topic(" ") or "")
     assert "illegal characters" in (validate_topic("a b") or "")
     assert "longer" in (validate_topic("x" * 128) or "")
+
+
+async def test_changes_in_flight_together_are_written_together(tmp_path: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Topics created while the table is being written are taken by its next write, not one
+    write each; every waiter's future is done only once a file holding its topic is on disk, and
+    a failed write fails the futures waiting for it, the next change writing everything again."""
+    m = TopicConfigManager(str(tmp_path))
+    writes: list[str] = []
+    fail = [False]
+    real = config_manager.write_file_atomically
+
+    def counting(path: str, text: str) -> None:
+        if fail[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        writes.append(text)
+        real(path, text)
+
+    monkeypatch.setattr(config_manager, "write_file_atomically", counting)
+
+    async def create(name: str) -> None:
+        m.update_topic_config(TopicConfig(topicName=name, readQueueNums=8, writeQueueNums=8))
+        written = m.persist_soon()
+        assert written is not None
+        await written
+        on_disk = TopicConfigManager(str(tmp_path))
+        assert on_disk.load() and on_disk.select_topic_config(name) is not None, name
+
+    await asyncio.gather(*(create(f"Many{i}") for i in range(200)))
+    assert 1 <= len(writes) <= 20, f"{len(writes)} writes for 200 topics"
+    fail[0] = True
+    m.update_topic_config(TopicConfig(topicName="Lost", readQueueNums=1, writeQueueNums=1))
+    failed = m.persist_soon()
+    assert failed is not None
+    with pytest.raises(OSError):
+        await failed
+    fail[0] = False
+    await create("After")
+    again = TopicConfigManager(str(tmp_path))
+    assert again.load() and again.select_topic_config("Lost") is not None
+    await m.persisted()
