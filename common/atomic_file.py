@@ -2,8 +2,9 @@
 
 Write ``<file>.<thread>.tmp`` and fsync it, copy the current file to ``<file>.bak``, then rename the tmp
 file over the original: a crash at any moment leaves the old or the new content readable, and a
-torn or hand-mangled file can still be recovered from its backup. Shared by the broker's tables
-and the NameServer's KV config, the only packages both depend on being this one.
+torn or hand-mangled file can still be recovered from its backup. Shared by the broker's tables,
+the NameServer's KV config, plain_acl.yml's updates and a client's local offsets, as Java's
+MixAll is common to all of them.
 """
 
 from __future__ import annotations
