@@ -268,8 +268,10 @@ class ConsumeQueue:
         self.correct_min_offset(phy_min_offset)
         return count
 
-    def flush(self) -> None:
-        self.queue.flush()
+    def flush(self, least_pages: int = 0) -> None:
+        """Its files synced; with ``least_pages``, only those with that many pages written since
+        their last sync, or full (flushConsumeQueueLeastPages)."""
+        self.queue.flush(least_pages)
 
     def destroy(self) -> None:
         self.queue.destroy()

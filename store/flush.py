@@ -123,8 +123,11 @@ class GroupCommitService:
 
 
 class FlushConsumeQueueService:
-    """Consume queues flushed every flushIntervalConsumeQueue; the index and the checkpoint's
-    logics and index times every flushConsumeQueueThoroughInterval."""
+    """Consume queues flushed every flushIntervalConsumeQueue, each once it has
+    flushConsumeQueueLeastPages pages unsynced; every one of them, the index and the checkpoint's
+    logics and index times every flushConsumeQueueThoroughInterval (Java's
+    FlushConsumeQueueService). Syncing every queue with a unit written each second was 80,000
+    fdatasyncs a second for 10,000 topics of 8 queues."""
 
     def __init__(self, store: DefaultMessageStore) -> None:
         self.store = store
@@ -136,13 +139,14 @@ class FlushConsumeQueueService:
         while True:
             await asyncio.sleep(cfg.flushIntervalConsumeQueue / 1000)
             ts = store.commit_log.last_store_timestamp
+            thorough = time.monotonic() - last_thorough >= cfg.flushConsumeQueueThoroughInterval / 1000
             queues = [cq for qs in store.consume_queue_table.values() for cq in qs.values()]
             try:
-                await asyncio.to_thread(_flush_queues, queues)
+                await asyncio.to_thread(_flush_queues, queues, 0 if thorough else cfg.flushConsumeQueueLeastPages)
             except OSError as exc:
                 log.error("flush consume queues failed: %s", exc)
                 continue
-            if time.monotonic() - last_thorough >= cfg.flushConsumeQueueThoroughInterval / 1000:
+            if thorough:
                 last_thorough = time.monotonic()
                 await asyncio.to_thread(store.index_service.flush)
                 checkpoint = store.checkpoint
@@ -204,6 +208,6 @@ def flush_all(store: DefaultMessageStore, index_complete: bool = True) -> None:
         store.checkpoint.flush()
 
 
-def _flush_queues(queues: list[ConsumeQueue]) -> None:
+def _flush_queues(queues: list[ConsumeQueue], least_pages: int = 0) -> None:
     for cq in queues:
-        cq.flush()
+        cq.flush(least_pages)

@@ -26,6 +26,8 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 # Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
 _WARM_CHUNK = bytes(1 << 20)
+# Java's MappedFile.OS_PAGE_SIZE: the unit of flushXxxLeastPages.
+PAGE_SIZE = 4096
 # Errors of a reservation that mean the disk (or the user's quota) is full.
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 # posix_fallocate's answers where the filesystem cannot reserve: the file stays sparse, as before.
@@ -539,10 +541,14 @@ class MappedFileQueue:
         if keep:
             keep[-1].mapping()  # written next: mapped (a loaded file is not until read)
 
-    def flush(self) -> int:
-        """Sync every unsynced range (blocking); returns the new flushed offset."""
+    def flush(self, least_pages: int = 0) -> int:
+        """Sync every unsynced range (blocking); returns the new flushed offset. With
+        ``least_pages``, a file that is not full is synced only once that many pages were written
+        since its last sync (Java's MappedFile.isAbleToFlush)."""
         for mf in list(self.files):
-            if mf.flushed_position < mf.wrote_position:
+            if mf.flushed_position < mf.wrote_position and (
+                    not least_pages or mf.is_full
+                    or mf.wrote_position // PAGE_SIZE - mf.flushed_position // PAGE_SIZE >= least_pages):
                 mf.flush()
         return self.flushed_where
 

@@ -438,3 +438,29 @@ async def test_second_store_on_same_dir_refused(store: DefaultMessageStore) -> N
     other = DefaultMessageStore(store.config)
     with pytest.raises(RuntimeError, match="Lock failed"):
         await other.load()
+
+
+async def test_consume_queues_flush_once_they_have_least_pages(tmp_path: str) -> None:
+    """A consume queue is synced by the periodic flush once flushConsumeQueueLeastPages pages were
+    written since its last sync (or its file is full), and by the thorough flush whatever it holds,
+    as Java's FlushConsumeQueueService: 10,000 topics of 8 queues, each with a unit written each
+    second, would otherwise be 80,000 fdatasyncs a second."""
+    cfg = small_config(str(tmp_path), mappedFileSizeConsumeQueue=6_000_000, flushIntervalConsumeQueue=3_600_000,
+                       messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    try:
+        assert store.append_message(message("Few", b"1")).ok
+        for _ in range(500):  # 10,000 bytes of units: more than two pages
+            assert store.append_message(message("Many", b"m")).ok
+        few, many = store.consume_queue_store.existing("Few", 0), store.consume_queue_store.existing("Many", 0)
+        assert few is not None and many is not None
+        few.flush(cfg.flushConsumeQueueLeastPages)
+        many.flush(cfg.flushConsumeQueueLeastPages)
+        assert few.queue.files[0].flushed_position == 0, "one unit is not two pages"
+        assert many.queue.files[0].flushed_position == 500 * 20
+        few.flush()  # the thorough flush
+        assert few.queue.files[0].flushed_position == 20
+    finally:
+        await store.shutdown()
