@@ -77,7 +77,7 @@ async def test_changes_in_flight_together_are_written_together(tmp_path: str,
     m = TopicConfigManager(str(tmp_path))
     writes: list[str] = []
     fail = [False]
-    real = config_manager.write_file_atomically
+    real = config_manager.write_file_atomically  # type: ignore[attr-defined]
 
     def counting(path: str, text: str) -> None:
         if fail[0]:
