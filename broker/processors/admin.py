@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from rocketmq_py.broker.ha_runtime_info import ha_runtime_info
 from rocketmq_py.broker.runtime_info import prepare_runtime_info
 from rocketmq_py.broker.stats_manager import CallSnapshot, StatsItem
 from rocketmq_py.broker.subscription_group_manager import validate_group
@@ -236,7 +237,9 @@ class AdminBrokerProcessor:
     # -- runtime and config -----------------------------------------------------------------
 
     async def get_broker_runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        return request.response(body=KVTable(table=prepare_runtime_info(self.broker)).encode())
+        table = prepare_runtime_info(self.broker)
+        table.update(await ha_runtime_info(self.broker))
+        return request.response(body=KVTable(table=table).encode())
 
     async def view_broker_stats_data(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """One stats item's sums and rates over the last minute, hour and day (``mqadmin statsAll``)."""

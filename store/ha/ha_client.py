@@ -17,6 +17,8 @@ import ssl
 import time
 from typing import TYPE_CHECKING
 
+from rocketmq_py.remoting.protocol.ha import HAClientRuntimeInfo
+from rocketmq_py.store.ha.flow_monitor import FlowMonitor
 from rocketmq_py.store.ha.transfer import FrameReader, TransferProtocolError, encode_report
 
 if TYPE_CHECKING:
@@ -43,6 +45,11 @@ class HAClient:
         self.master_address: str | None = None
         self.current_reported_offset = 0
         self.last_read = 0.0
+        # wall-clock ms of the last frame bytes read and the last report written (0: never),
+        # for the runtime info
+        self.last_read_timestamp = 0
+        self.last_write_timestamp = 0
+        self.flow = FlowMonitor()
         self.connected = False
         # Set when replication stopped for good (a diverged log): an operator has to look.
         self.stopped_reason: str | None = None
@@ -61,6 +68,16 @@ class HAClient:
             self._writer.close()  # reconnects to the new address
         if self._task is None and self.stopped_reason is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def runtime_info(self) -> HAClientRuntimeInfo:
+        """RocketMQ 5.x's HAClientRuntimeInfo: ``activated`` while connected to the master.
+        ``masterFlushOffset`` is 5.x's controller-mode figure, which 4.9's protocol never
+        carries: always 0."""
+        return HAClientRuntimeInfo(masterAddr=self.master_address, maxOffset=self.store.get_max_phy_offset(),
+                                   lastReadTimestamp=self.last_read_timestamp,
+                                   lastWriteTimestamp=self.last_write_timestamp,
+                                   transferredByteInSecond=self.flow.transferred_byte_in_second(),
+                                   activated=self.connected)
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -105,6 +122,7 @@ class HAClient:
     async def _report(self, writer: asyncio.StreamWriter, offset: int) -> None:
         self.current_reported_offset = offset
         writer.write(encode_report(offset))
+        self.last_write_timestamp = int(time.time() * 1000)
         await writer.drain()
 
     async def _heartbeat(self, writer: asyncio.StreamWriter) -> None:
@@ -144,6 +162,8 @@ class HAClient:
                                 "be merged (an operator must move one of the stores aside)")
                     return
                 self.last_read = time.monotonic()
+                self.last_read_timestamp = int(time.time() * 1000)
+                self.flow.add(len(data))
                 for offset, body in frames.feed(data):
                     received = True
                     self._refusals = 0
@@ -161,6 +181,7 @@ class HAClient:
                 if now_at > self.current_reported_offset:
                     self.current_reported_offset = now_at
                     writer.write(encode_report(now_at))
+                    self.last_write_timestamp = int(time.time() * 1000)
                 store.dispatch_replicated()
                 await writer.drain()
         finally:

@@ -15,6 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketmq_py.store.ha.flow_monitor import FlowMonitor
 from rocketmq_py.store.ha.transfer import ReportReader, encode_frame_header
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class HAConnection:
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self.next_transfer_from = -1
+        self.flow = FlowMonitor()
         self._requested = asyncio.Event()
         self._data = asyncio.Event()
 
@@ -134,6 +136,7 @@ class HAConnection:
                     data = mf.mm[pos:end]
                     writer.write(encode_frame_header(at, len(data)) + data)
                     self.next_transfer_from = at + len(data)
+                    self.flow.add(len(data))
                     await writer.drain()
                     last_write = time.monotonic()
                     continue

@@ -13,6 +13,8 @@ import logging
 import ssl
 from typing import TYPE_CHECKING
 
+from rocketmq_py.remoting.protocol.ha import HAConnectionRuntimeInfo, HARuntimeInfo
+from rocketmq_py.store.config import BrokerRole
 from rocketmq_py.store.ha.ha_client import HAClient
 from rocketmq_py.store.ha.ha_connection import HAConnection
 from rocketmq_py.store.offset_waiters import OffsetWaiters
@@ -86,6 +88,28 @@ class HAService:
     def slave_fall_behind_much(self) -> int:
         """The master's bytes no slave has acknowledged (Java's slaveFallBehindMuch)."""
         return self.store.get_max_phy_offset() - self.push2slave_max_offset
+
+    def runtime_info(self) -> HARuntimeInfo:
+        """This broker's replication state in RocketMQ 5.x's HARuntimeInfo shape (its
+        DefaultHAService.getRuntimeInfo): a slave's client, or a master's connected slaves."""
+        store = self.store
+        put_where = store.get_max_phy_offset()
+        info = HARuntimeInfo(master=store.config.brokerRole != BrokerRole.SLAVE, masterCommitLogMaxOffset=put_where)
+        if not info.master:
+            info.masterCommitLogMaxOffset = 0
+            info.haClientRuntimeInfo = self.ha_client.runtime_info()
+            return info
+        fall_behind_max = store.config.haSlaveFallbehindMax
+        for conn in sorted(self.connections, key=lambda c: c.client_addr):
+            # -1 until the slave's first report, counted as nothing acknowledged
+            ack = max(conn.slave_ack_offset, 0)
+            in_sync = conn.slave_ack_offset >= 0 and put_where - ack < fall_behind_max
+            info.haConnectionInfo.append(HAConnectionRuntimeInfo(
+                addr=conn.client_addr, slaveAckOffset=ack, diff=put_where - ack, inSync=in_sync,
+                transferredByteInSecond=conn.flow.transferred_byte_in_second(),
+                transferFromWhere=max(conn.next_transfer_from, 0)))
+            info.inSyncSlaveNums += in_sync
+        return info
 
     def notify_transfer_some(self, offset: int) -> None:
         if offset > self.push2slave_max_offset:

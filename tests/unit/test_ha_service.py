@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
+from rocketmq_py.store.ha.flow_monitor import FlowMonitor
 from rocketmq_py.store.ha.ha_service import GroupTransferService
 from rocketmq_py.store.message_store import DefaultMessageStore, PutMessageStatus
+from tests.store_helpers import message
 
 
 async def test_one_acknowledgement_releases_every_waiter_it_covers() -> None:
@@ -55,6 +58,54 @@ async def test_sync_master_without_slave_answers_slave_not_available(tmp_path: s
         ha.notify_transfer_some(600)
         assert await waiting is PutMessageStatus.PUT_OK
         assert await store.stored_to(1_600) is PutMessageStatus.SLAVE_NOT_AVAILABLE  # 1,000 behind
+        ha.connections.clear()
+    finally:
+        await store.shutdown()
+
+
+def test_flow_monitor_reports_the_last_whole_second() -> None:
+    flow = FlowMonitor()
+    flow.add(100, now=10.2)
+    flow.add(50, now=10.9)
+    assert flow.transferred_byte_in_second(now=10.95) == 0, "the current second is not over"
+    assert flow.transferred_byte_in_second(now=11.5) == 150
+    flow.add(7, now=11.6)
+    assert flow.transferred_byte_in_second(now=12.0) == 7
+    assert flow.transferred_byte_in_second(now=14.0) == 0, "nothing moved in the second before"
+    assert flow.total == 157
+
+
+class _Slave:
+    """A slave's connection as the master sees it, without a socket."""
+
+    def __init__(self, addr: str, ack: int) -> None:
+        self.client_addr = addr
+        self.slave_ack_offset = ack
+        self.next_transfer_from = max(ack, -1)
+        self.flow = FlowMonitor()
+
+
+async def test_master_runtime_info_has_each_slave_and_its_gap(tmp_path: str) -> None:
+    store = DefaultMessageStore(MessageStoreConfig(storePathRootDir=str(tmp_path), messageIndexInChildProcess=False,
+                                                   haSlaveFallbehindMax=1000))
+    await store.load()
+    await store.start()
+    try:
+        for _ in range(3):
+            assert (await store.put_message(message("HaInfo", b"x" * 400))).ok
+        end = store.get_max_phy_offset()
+        ha = store.ha_service
+        slaves: list[Any] = [_Slave("127.0.0.1:2", -1), _Slave("127.0.0.1:1", end), _Slave("127.0.0.1:3", end - 1000)]
+        ha.connections.update(slaves)
+        info = ha.runtime_info()
+        assert info.master and info.masterCommitLogMaxOffset == end > 1000 and info.inSyncSlaveNums == 1
+        first, second, third = info.haConnectionInfo
+        assert (first.addr, first.slaveAckOffset, first.diff, first.inSync) == ("127.0.0.1:1", end, 0, True)
+        # a slave that has not reported yet acknowledged nothing, and is not in sync
+        assert (second.slaveAckOffset, second.diff, second.inSync) == (0, end, False)
+        # 1,000 behind is haSlaveFallbehindMax: no longer in sync
+        assert (third.slaveAckOffset, third.diff, third.inSync) == (end - 1000, 1000, False)
+        assert b'"inSync":true' in info.encode()
         ha.connections.clear()
     finally:
         await store.shutdown()

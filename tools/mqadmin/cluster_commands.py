@@ -53,7 +53,29 @@ def cluster_row(stats: dict[str, str]) -> dict[str, object]:
             "pullQueue": typed(stats.get("pullThreadPoolQueueSize")),
             "pullWaitMills": typed(stats.get("pullThreadPoolQueueHeadWaitTimeMills")),
             "pageCacheLockTimeMills": typed(stats.get("pageCacheLockTimeMills")),
-            "hour": hours, "diskRatio": float(ratio) if ratio else 0.0}
+            "hour": hours, "diskRatio": float(ratio) if ratio else 0.0, **ha_row(stats)}
+
+
+# The runtime-info HA keys clusterList --json carries (docs/ha.md, operators).
+HA_ROW_KEYS = ("haMaster", "haSlaveNum", "haInSyncSlaveNums", "haPush2SlaveMaxOffset", "haMasterAddr",
+               "haClientActivated", "haClientMaxOffset", "haMasterCommitLogMaxOffset", "slaveFallBehindMuch")
+
+
+def ha_row(stats: dict[str, str]) -> dict[str, object]:
+    """A broker's HA figures from its runtime info (none from a broker without them, as Java's)."""
+    return {key: typed(stats[key]) for key in HA_ROW_KEYS if key in stats}
+
+
+def ha_cell(row: dict[str, object]) -> str:
+    """clusterList's #HA column: a master's unacknowledged bytes and its slave count, a slave's
+    bytes behind its master ("?" when the master did not answer), empty without HA keys."""
+    behind = row.get("slaveFallBehindMuch")
+    if behind is None:
+        return ""
+    if row.get("haMaster") is False:
+        return "? B behind" if behind == -1 else f"{behind} B behind"
+    slaves = row.get("haSlaveNum", 0)
+    return f"{behind} B unacked, {slaves} slave(s)" if slaves else "no slave"
 
 
 @command(app, "clusterList", "List cluster infos")
@@ -83,11 +105,11 @@ def cluster_list(
 
     rows = run_admin(namesrv, job)
     emit(as_json, rows, ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
-                         "#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE"),
+                         "#OutTPS(LOAD)", "#PCWait(ms)", "#Hour", "#SPACE", "#HA"),
          [(r["cluster"], r["brokerName"], r["brokerId"], r["addr"], r["version"],
            f"{r['inTps']:.2f}({r['sendQueue']},{r['sendWaitMills']}ms)",
            f"{r['outTps']:.2f}({r['pullQueue']},{r['pullWaitMills']}ms)", r["pageCacheLockTimeMills"],
-           f"{r['hour']:.2f}", f"{r['diskRatio']:.4f}") for r in rows])
+           f"{r['hour']:.2f}", f"{r['diskRatio']:.4f}", ha_cell(r)) for r in rows])
 
 
 @command(app, "brokerStatus", "Fetch broker runtime status data")
