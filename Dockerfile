@@ -27,6 +27,6 @@ RUN useradd --create-home --home-dir /home/rocketmq rocketmq \
 USER rocketmq
 WORKDIR /home/rocketmq
 
-# NameServer; broker-a listen + fast ports; broker-b listen + fast ports.
-EXPOSE 9876 10909 10911 10919 10921
+# NameServer; broker-a, broker-b and their slaves (2m-2s-*): listen + fast ports.
+EXPOSE 9876 10909 10911 10913 10915 10919 10921 10923 10925
 CMD ["mqnamesrv", "-c", "/opt/rocketmq-py/conf/namesrv.conf"]

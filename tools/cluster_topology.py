@@ -1,7 +1,8 @@
 """The local cluster's topology: one NameServer and two masters of one cluster, each started from
 its own ``conf/`` file (or, by name, two masters with a slave each: 2m-2s-sync, 2m-2s-async).
 ``mqcluster`` starts exactly these as processes and docker-compose.yml
-declares exactly these as services; tests/integration/test_mqcluster.py checks the two agree.
+declares exactly these as services (``CLUSTER_TOPOLOGY``, and the ``slaves`` profile for the
+2m-2s ones); tests/integration/test_mqcluster.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _master_slave(kind: str) -> tuple[ServiceSpec, ...]:
                        for b in "ab" for s in ("", "-s")))
 
 
-# ``mqcluster up --topology NAME``; the default, TOPOLOGY, is the one docker-compose.yml declares.
+# ``mqcluster up --topology NAME``; the default, TOPOLOGY, is docker-compose.yml's default too.
 TOPOLOGIES: dict[str, tuple[ServiceSpec, ...]] = {
     "2m-noslave": TOPOLOGY,
     "2m-2s-sync": _master_slave("2m-2s-sync"),

@@ -5,12 +5,13 @@ both brokers in clusterList, mqadmin's topic/send/consume/progress/query flow en
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
-from rocketmq_py.tools.cluster_topology import TOPOLOGY
+from rocketmq_py.tools.cluster_topology import TOPOLOGIES, TOPOLOGY, ServiceSpec
 from rocketmq_py.tools.mqcluster import load_state, pid_alive, stop_services
 from tests.integration.cli import run_cli
 from tests.integration.daemons import ROOT
@@ -32,22 +33,42 @@ def _overrides(command: list[str]) -> dict[str, str]:
     return dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "-o")
 
 
-def test_compose_file_matches_conf_and_mqcluster() -> None:
-    services = _compose()["services"]
-    assert set(services) == {spec.name for spec in TOPOLOGY}
-    namesrv = next(s for s in TOPOLOGY if s.role == "namesrv")
-    for spec in TOPOLOGY:
+def _interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's ``${VAR:-default}``: the variable's value when set and non-empty, else the default."""
+    return re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: env.get(m.group(1)) or m.group(2), value)
+
+
+def _active(services: dict, profiles: set[str]) -> dict:  # type: ignore[type-arg]
+    """The services ``docker compose --profile ...`` starts: those without profiles, and those in one given."""
+    return {name: svc for name, svc in services.items()
+            if not svc.get("profiles") or profiles & set(svc["profiles"])}
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_compose_file_matches_conf_and_mqcluster(topology: str) -> None:
+    """``CLUSTER_TOPOLOGY=<name> docker compose [--profile slaves] up`` starts exactly what
+    ``mqcluster up --topology <name>`` does, each service from the same conf file."""
+    specs = TOPOLOGIES[topology]
+    with_slaves = any(spec.props().get("brokerRole") == "SLAVE" for spec in specs if spec.role == "broker")
+    env = {"CLUSTER_TOPOLOGY": topology}
+    services = _active(_compose()["services"], {"slaves"} if with_slaves else set())
+    assert set(services) == {spec.name for spec in specs}
+    namesrv = next(s for s in specs if s.role == "namesrv")
+    by_name = {spec.name: spec for spec in specs}
+    for spec in specs:
         svc = services[spec.name]
-        command = svc["command"]
+        command = [_interpolate(arg, env) for arg in svc["command"]]
         assert command[0] == ("mqnamesrv" if spec.role == "namesrv" else "mqbroker")
         # The very conf file mqcluster starts this service from, at its path inside the image.
         assert _flag(command, "-c") == IMAGE_ROOT + spec.conf
         assert os.path.isfile(os.path.join(ROOT, spec.conf))
         # Published on the same numbers as inside: a broker advertises its listen port, so the
-        # host must reach it there (and at the fast port, listen - 2).
-        published = sorted(int(p.split(":")[0]) for p in svc["ports"])
-        targets = sorted(int(p.split(":")[1]) for p in svc["ports"])
-        assert published == targets == sorted(spec.ports())
+        # host must reach it there (and at the fast port, listen - 2). A slave runs in its
+        # master's network namespace, whose service publishes the slave's ports too.
+        publisher = services[svc["network_mode"].removeprefix("service:")] if "network_mode" in svc else svc
+        published = {int(p.split(":")[0]) for p in publisher["ports"]}
+        targets = {int(p.split(":")[1]) for p in publisher["ports"]}
+        assert published == targets and set(spec.ports()) <= published
         assert svc["healthcheck"]["test"][0] == "CMD"
         assert svc["volumes"], f"{spec.name} keeps its data in a named volume"
         assert svc["volumes"][0].split(":")[0] in _compose()["volumes"]
@@ -55,13 +76,39 @@ def test_compose_file_matches_conf_and_mqcluster() -> None:
             assert _flag(command, "-n") == f"namesrv:{namesrv.listen_port()}"
             overrides = _overrides(command)
             # The trap: brokers must advertise an address clients on the host can dial.
-            assert overrides["brokerIP1"].startswith("${BROKER_IP1:-127.0.0.1}")
+            assert overrides["brokerIP1"].startswith("127.0.0.1")
             assert svc["depends_on"]["namesrv"]["condition"] == "service_healthy"
             assert str(spec.listen_port()) in " ".join(svc["healthcheck"]["test"])
-    brokers = [s for s in TOPOLOGY if s.role == "broker"]
+    brokers = [s for s in specs if s.role == "broker"]
+    masters = [s for s in brokers if s.props().get("brokerRole", "ASYNC_MASTER") != "SLAVE"]
     assert len({s.props()["brokerName"] for s in brokers}) == 2
     assert {s.props()["brokerClusterName"] for s in brokers} == {"DefaultCluster"}
-    assert {s.props()["brokerName"] for s in brokers} == {s.name for s in brokers}
+    assert {s.props()["brokerName"] for s in masters} == {s.name for s in masters}
+    for spec in brokers:
+        if spec not in masters:
+            _check_slave(spec, by_name, services)
+
+
+def _check_slave(spec: ServiceSpec, by_name: dict[str, ServiceSpec], services: dict) -> None:  # type: ignore[type-arg]
+    """A slave of the compose file against its master: same brokerName, brokerId > 0, the
+    master's network namespace (where 127.0.0.1 is the master, for its HA and remoting ports),
+    no port of the two colliding in it."""
+    svc = services[spec.name]
+    master_name = svc["network_mode"].removeprefix("service:")
+    master_spec, master_svc = by_name[master_name], services[master_name]
+    props, master_props = spec.props(), master_spec.props()
+    assert props["brokerRole"] == "SLAVE" and int(props["brokerId"]) > 0
+    assert master_props.get("brokerRole", "ASYNC_MASTER") in {"ASYNC_MASTER", "SYNC_MASTER"}
+    assert int(master_props.get("brokerId", "0")) == 0
+    assert props["brokerName"] == master_props["brokerName"] == master_name
+    assert props["brokerClusterName"] == master_props["brokerClusterName"]
+    assert svc["depends_on"][master_name]["condition"] == "service_started"
+    # The master's HA address (brokerIP2:listenPort+1) must be 127.0.0.1, reachable from the slave.
+    assert _overrides(master_svc["command"])["brokerIP2"] == "127.0.0.1"
+    assert "haMasterAddress" not in props, "the slave learns the HA address from the NameServer"
+    # One namespace: listen, fast (listen - 2) and HA (listen + 1) ports of both, all distinct.
+    ports = [p for s in (spec, master_spec) for p in (*s.ports(), s.listen_port() + 1)]
+    assert len(set(ports)) == len(ports) == 6
 
 
 def test_dockerfile_installs_the_project_and_exposes_every_port() -> None:
@@ -69,7 +116,7 @@ def test_dockerfile_installs_the_project_and_exposes_every_port() -> None:
         text = f.read()
     assert "pip install ." in text and "COPY conf ./conf" in text
     exposed = {int(p) for line in text.splitlines() if line.startswith("EXPOSE") for p in line.split()[1:]}
-    assert exposed == {p for spec in TOPOLOGY for p in spec.ports()}
+    assert exposed == {p for specs in TOPOLOGIES.values() for spec in specs for p in spec.ports()}
     assert "WORKDIR /opt/rocketmq-py" in text  # where the compose commands find conf/
 
 

@@ -54,6 +54,8 @@ EXERCISED = {
     ".venv/bin/python bench/recovery.py": "tests/integration/test_readme.py::test_bench_scripts_as_printed",
     # No container engine in CI: the compose file is checked against conf/ and mqcluster's topology.
     "docker compose up -d --build": "tests/integration/test_mqcluster.py::test_compose_file_matches_conf_and_mqcluster",
+    "CLUSTER_TOPOLOGY=2m-2s-sync docker compose --profile slaves up -d --build":
+        "tests/integration/test_mqcluster.py::test_compose_file_matches_conf_and_mqcluster",
     "export NAMESRV_ADDR=127.0.0.1:9876": "tests/integration/test_readme.py::test_operator_commands_as_printed",
     ".venv/bin/mqcluster up": "tests/integration/test_mqcluster.py::test_mqcluster_up_admin_flow_and_down",
     ".venv/bin/mqcluster status": "tests/integration/test_mqcluster.py::test_mqcluster_up_admin_flow_and_down",
