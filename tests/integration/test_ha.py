@@ -635,3 +635,51 @@ async def test_async_slave_lag_stays_bounded_under_steady_load(daemons: DaemonSe
 
 async def _slave_knows_its_master(addr: str) -> bool:
     return int((await runtime_info(addr)).get("haMasterCommitLogMaxOffset", "-1")) >= 0
+
+
+async def delay_offsets(addr: str) -> dict[int, int]:
+    """A broker's answer to GET_ALL_DELAY_OFFSET: each delay level's delivered-up-to offset."""
+    client = RemotingClient()
+    try:
+        r = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_DELAY_OFFSET), 5)
+        assert r.code == ResponseCode.SUCCESS
+        return {int(k): int(v) for k, v in json.loads(r.body or b"{}").get("offsetTable", {}).items()}
+    finally:
+        await client.close()
+
+
+async def test_slave_copies_the_masters_delay_offsets(daemons: DaemonSet) -> None:
+    """SlaveSynchronize's GET_ALL_DELAY_OFFSET: once the master's schedule service delivered
+    delayed messages, the slave's answer and its delayOffset.json hold the master's table (4.9.7
+    syncs every 10 s, with no setting to shorten it: a bounded poll)."""
+    ns = daemons.namesrv().addr
+    m = master(daemons, ns)
+    s = slave(daemons, ns)
+    assert await connected(m)
+    async with Producer("pg_ha_delay", ns) as producer:
+        # level 1 (1 s) three times, level 2 (5 s) once
+        for level in (1, 1, 1, 2):
+            message = Message("HaDelay", f"delayed {level}".encode())
+            message.delay_time_level = level
+            assert (await producer.send(message)).send_status == SendStatus.SEND_OK
+
+    async def delivered() -> bool:
+        return await delay_offsets(m.addr) == {1: 3, 2: 1}
+
+    assert await wait_for_async(delivered, 30), await delay_offsets(m.addr)
+    # The slave never delivers on its own: whatever it shows comes from its master.
+    assert await wait_for_async(lambda: _same_delay_offsets(m.addr, s.addr), 40), await delay_offsets(s.addr)
+    path = os.path.join(s.home, "store", "config", "delayOffset.json")
+
+    def persisted() -> bool:
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            table = json.load(f).get("offsetTable", {})
+        return {int(k): int(v) for k, v in table.items()} == {1: 3, 2: 1}
+
+    assert await wait_until(persisted, 10)
+
+
+async def _same_delay_offsets(master_addr: str, slave_addr: str) -> bool:
+    return await delay_offsets(slave_addr) == await delay_offsets(master_addr)
