@@ -188,6 +188,7 @@ class BrokerController:
             (RequestCode.DELETE_TOPIC_IN_BROKER, admin.delete_topic, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.GET_ALL_TOPIC_CONFIG, admin.get_all_topic_config, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.GET_BROKER_RUNTIME_INFO, admin.get_broker_runtime_info, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.GET_BROKER_HA_STATUS, admin.get_broker_ha_status, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.VIEW_BROKER_STATS_DATA, admin.view_broker_stats_data, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.GET_TOPIC_STATS_INFO, admin.get_topic_stats_info, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.GET_CONSUME_STATS, admin.get_consume_stats, DEFAULT_MAX_CONCURRENCY),

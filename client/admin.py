@@ -28,6 +28,7 @@ from rocketmq_py.remoting.protocol.acl import (
 )
 from rocketmq_py.remoting.protocol.admin import GroupList
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed
+from rocketmq_py.remoting.protocol.ha import HARuntimeInfo
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_records
 from rocketmq_py.remoting.protocol.route import MASTER_ID, ClusterInfo, KVTable, TopicList, TopicRouteData
 from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
@@ -268,6 +269,11 @@ class Admin:
     async def fetch_broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
         r = await self._call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return KVTable.decode(r.body or b"{}").table
+
+    async def get_broker_ha_status(self, broker_addr: str) -> HARuntimeInfo:
+        """RocketMQ 5.x's getBrokerHAStatus (GET_BROKER_HA_STATUS)."""
+        r = await self._call(broker_addr, RequestCode.GET_BROKER_HA_STATUS)
+        return HARuntimeInfo.decode(r.body or b"{}")
 
     async def get_broker_config(self, broker_addr: str) -> dict[str, str]:
         r = await self._call(broker_addr, RequestCode.GET_BROKER_CONFIG)

@@ -106,6 +106,8 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # RocketMQ 5.x's (4.9 has none): a broker's HARuntimeInfo, docs/ha.md
+    GET_BROKER_HA_STATUS = 907
 
 
 class ResponseCode(IntEnum):

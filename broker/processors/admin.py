@@ -241,6 +241,11 @@ class AdminBrokerProcessor:
         table.update(await ha_runtime_info(self.broker))
         return request.response(body=KVTable(table=table).encode())
 
+    async def get_broker_ha_status(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """RocketMQ 5.x's HARuntimeInfo body (``mqadmin haStatus``): the runtime info's HA keys
+        unflattened, with every connected slave's figures."""
+        return request.response(body=self.broker.message_store.ha_service.runtime_info().encode())
+
     async def view_broker_stats_data(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """One stats item's sums and rates over the last minute, hour and day (``mqadmin statsAll``)."""
         h = request.decode_header(ViewBrokerStatsDataRequestHeader)

@@ -631,6 +631,18 @@ async def test_async_slave_lag_stays_bounded_under_steady_load(daemons: DaemonSe
     assert re.search(rf"haClientMaxOffset\s.*{end}", status)
     status = (await run_cli_async("mqadmin", "brokerStatus", "-b", m.addr, "-n", ns, "--json")).ok().json()
     assert status[m.addr]["haInSyncSlaveNums"] == 1 and status[m.addr]["slaveFallBehindMuch"] == 0
+    # RocketMQ 5.x's haStatus (GET_BROKER_HA_STATUS): -c asks the cluster's masters.
+    ha = (await run_cli_async("mqadmin", "haStatus", "-c", "DefaultCluster", "-n", ns, "--json")).ok().json()
+    assert list(ha) == [m.addr]
+    assert (ha[m.addr]["master"], ha[m.addr]["masterCommitLogMaxOffset"], ha[m.addr]["inSyncSlaveNums"]) == (
+        True, end, 1)
+    (conn,) = ha[m.addr]["haConnectionInfo"]
+    assert (conn["slaveAckOffset"], conn["diff"], conn["inSync"]) == (end, 0, True)
+    text = (await run_cli_async("mqadmin", "haStatus", "-b", m.addr, "-n", ns)).ok().stdout
+    assert f"#MasterCommitLogMaxOffset\t{end}" in text and "#SlaveNum\t1" in text and "OK" in text
+    text = (await run_cli_async("mqadmin", "haStatus", "-b", s.addr, "-n", ns)).ok().stdout
+    host, port = ha_addr(m)
+    assert f"#MasterAddr\t{host}:{port}" in text and f"#CommitLogMaxOffset\t{end}" in text
 
 
 async def _slave_knows_its_master(addr: str) -> bool:

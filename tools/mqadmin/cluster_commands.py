@@ -10,6 +10,7 @@ import typer
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.message import Message
 from rocketmq_py.client.producer import Producer
+from rocketmq_py.remoting.protocol.ha import HARuntimeInfo
 from rocketmq_py.remoting.protocol.route import MASTER_ID
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import (
@@ -19,6 +20,7 @@ from rocketmq_py.tools.mqadmin.common import (
     command,
     emit,
     emit_kv,
+    format_ts,
     run_admin,
     typed,
 )
@@ -131,6 +133,42 @@ def broker_status(
         return
     for addr, stats in result.items():
         emit_kv(False, stats, title=addr)
+
+
+@command(app, "haStatus", "Fetch ha runtime status data")
+def ha_status(
+    broker_addr: str | None = typer.Option(None, "-b", "--brokerAddr", help="which broker to fetch"),
+    cluster: str | None = typer.Option(None, "-c", "--clusterName", help="which cluster"),
+    namesrv: str | None = NamesrvOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """RocketMQ 5.x's haStatus (GET_BROKER_HA_STATUS): a master's slaves with their acknowledged
+    offsets and gaps, or a slave's master and offset; ``-c`` asks every master of the cluster."""
+    _require_target(broker_addr, cluster)
+
+    async def job(admin: Admin) -> dict[str, HARuntimeInfo]:
+        return {addr: await admin.get_broker_ha_status(addr)
+                for addr in await admin.broker_addrs(broker_addr, cluster)}
+
+    result = run_admin(namesrv, job)
+    if as_json:
+        emit(True, {addr: info.model_dump() for addr, info in result.items()})
+        return
+    for addr, info in result.items():
+        if info.master:
+            typer.echo(f"\n#MasterAddr\t{addr}\n#MasterCommitLogMaxOffset\t{info.masterCommitLogMaxOffset}\n"
+                       f"#SlaveNum\t{len(info.haConnectionInfo)}\n#InSyncSlaveNum\t{info.inSyncSlaveNums}")
+            emit(False, None, ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#TransferSpeed(KB/s)", "#Status",
+                               "#TransferFromWhere"),
+                 [(c.addr, c.slaveAckOffset, c.diff, f"{c.transferredByteInSecond / 1024:.2f}",
+                   "OK" if c.inSync else "Fall Behind", c.transferFromWhere) for c in info.haConnectionInfo])
+        else:
+            client = info.haClientRuntimeInfo
+            typer.echo(f"\n#MasterAddr\t{client.masterAddr}\n#CommitLogMaxOffset\t{client.maxOffset}\n"
+                       f"#TransferSpeed(KB/s)\t{client.transferredByteInSecond / 1024:.2f}\n"
+                       f"#LastReadTime\t{format_ts(client.lastReadTimestamp)}\n"
+                       f"#LastWriteTime\t{format_ts(client.lastWriteTimestamp)}\n"
+                       f"#MasterFlushOffset\t{client.masterFlushOffset}")
 
 
 @command(app, "getBrokerConfig", "Get broker config by cluster or special broker")
