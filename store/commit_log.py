@@ -17,7 +17,6 @@ import logging
 import mmap
 import struct
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -37,6 +36,7 @@ from rocketmq_py.remoting.protocol.message import (
     MessageConst,
     MessageExt,
     RecordError,
+    crc32,
     decode_record,
     host_bytes,
     properties_to_string,
@@ -292,7 +292,7 @@ class CommitLog:
         max_body = self.config.maxMessageSize
         queue_id, sys_flag = batch.queue_id, (batch.sys_flag & _NOT_HOST_FLAGS) | host_flags
         born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
-        pack, pack_len, crc32 = head.pack, _I16.pack, zlib.crc32
+        pack, pack_len = head.pack, _I16.pack
         step = 1 if queued else 0
         base = offset
         parts: list[bytes | memoryview] = []
@@ -397,7 +397,7 @@ class CommitLog:
         table = self.topic_queue_table
         # The run's next queue offsets, into the table once its records are in the log.
         taken: dict[tuple[str, int], int] = {}
-        pack, pack_len, crc32 = head.pack, _I16.pack, zlib.crc32
+        pack, pack_len = head.pack, _I16.pack
         parts: list[bytes] = []
         units = []
         offsets = []
@@ -462,7 +462,7 @@ class CommitLog:
             queue_offset = 0
         try:
             record = b"".join((
-                head.pack(size, MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
+                head.pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
                           queue_offset, offset, (sys_flag & _NOT_HOST_FLAGS) | host_flags, msg.born_timestamp, born,
                           store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
                 body, topic, _I16.pack(len(props)), props))
@@ -522,7 +522,7 @@ class CommitLog:
         """
         check_crc = self.config.checkCRCOnRecover
         unpack_head, unpack_i32, unpack_i16 = _SCAN_HEAD.unpack_from, _I32.unpack_from, _I16.unpack_from
-        crc32, find = zlib.crc32, mm.find
+        find = mm.find
         to_dispatch: list[int] = []
         topics = _SCAN_TOPICS
         # Positions are file positions; ``index_from`` and ``pending``'s test are made on them.
