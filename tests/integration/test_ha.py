@@ -532,12 +532,24 @@ async def test_sync_master_with_sync_flush_and_a_stalled_slave(daemons: DaemonSe
         assert set(codes) == {ResponseCode.SUCCESS}
         # A slave that stops acknowledging (SIGSTOP: its connection stays open): the sends are
         # stored and flushed, and answered FLUSH_SLAVE_TIMEOUT after slaveTimeout.
+        caught_up = await max_phy_offset(m.addr)
+
+        async def no_gap() -> bool:
+            return (await runtime_info(m.addr))["slaveFallBehindMuch"] == "0"
+
+        assert await wait_for_async(no_gap, 20)
         os.kill(s.proc.pid, signal.SIGSTOP)
         try:
             started = asyncio.get_running_loop().time()
             codes = await asyncio.gather(*(send(i) for i in range(8)))
             assert set(codes) == {ResponseCode.FLUSH_SLAVE_TIMEOUT}
             assert asyncio.get_running_loop().time() - started >= 0.9
+            # The runtime info reports the stalled slave's gap: exactly the bytes stored since.
+            info = await runtime_info(m.addr)
+            stored = int(info["commitLogMaxOffset"]) - caught_up
+            assert stored > 0 and info["slaveFallBehindMuch"] == str(stored)
+            (conn,) = json.loads(info["haConnectionInfo"])
+            assert (conn["slaveAckOffset"], conn["diff"]) == (caught_up, stored)
         finally:
             os.kill(s.proc.pid, signal.SIGCONT)
         assert await wait_for_async(ok_once, 20)

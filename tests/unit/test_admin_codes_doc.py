@@ -52,7 +52,7 @@ def test_broker_codes_match_the_page(tmp_path: str) -> None:
                               MessageStoreConfig(storePathRootDir=str(tmp_path)))
     table = broker.remoting_server.processors
     registered = {int(c) for c in RequestCode if table.processor_for(int(c)) is not None}
-    assert _check("Broker", registered) == 58
+    assert _check("Broker", registered) == 59
 
 
 def test_namesrv_codes_match_the_page(tmp_path: str) -> None:
