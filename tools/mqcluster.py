@@ -23,7 +23,14 @@ import typer
 
 from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.admin import Admin
-from rocketmq_py.tools.cluster_topology import CONF_ROOT, NAMESRV, TOPOLOGIES, ServiceSpec
+from rocketmq_py.tools.cluster_topology import (
+    CONF_ROOT,
+    GROUP_NAMES,
+    NAMESRV,
+    TOPOLOGIES,
+    ServiceSpec,
+    with_broker_groups,
+)
 from rocketmq_py.tools.mqadmin.common import CommandError, _session_credentials, emit, main_entry, one_line
 
 app = typer.Typer(name="mqcluster", add_completion=False, no_args_is_help=True, help=__doc__)
@@ -53,6 +60,7 @@ class RunningService:
     addr: str
     console: str
     module: str
+    cpus: list[int] | None = None  # the CPUs it is pinned to (--cpu-affinity), None when not
 
 
 def _state_path(home: str) -> str:
@@ -139,13 +147,44 @@ def _command(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | N
         assert namesrv_addr is not None
         cmd += ["-n", namesrv_addr, "--store", os.path.join(service_home, "store"),
                 "-o", f"rocketmqHome={service_home}", "-o", f"bindAddress={bind}"]
+    cmd += [arg for key, value in spec.overrides for arg in ("-o", f"{key}={value}")]
     if free_ports:
         cmd += ["--listen-port", "0"]
     return cmd
 
 
+def cpu_plan(specs: tuple[ServiceSpec, ...], affinity: str) -> dict[str, list[int]]:
+    """The CPU each broker is pinned to: ``auto`` spreads the broker groups over the CPUs this
+    process may use, a group's master and slaves on one (the slave follows its master's load);
+    a comma-separated list is used in turn instead; ``none`` pins nothing. The NameServer is never
+    pinned: it is idle beside the brokers."""
+    if affinity == "none":
+        return {}
+    if not hasattr(os, "sched_setaffinity"):
+        raise ClusterError("--cpu-affinity needs os.sched_setaffinity (Linux)")
+    allowed = sorted(os.sched_getaffinity(0))
+    if affinity == "auto":
+        cpus = allowed
+    else:
+        try:
+            cpus = [int(c) for c in affinity.split(",") if c.strip()]
+        except ValueError:
+            raise ClusterError(f"--cpu-affinity {affinity!r}: auto, none or a list of CPUs like 0,1") from None
+        outside = sorted(set(cpus) - set(allowed))
+        if not cpus or outside:
+            raise ClusterError(f"--cpu-affinity {affinity!r}: CPUs {outside or cpus} are not among this "
+                               f"process's {allowed}")
+    plan: dict[str, list[int]] = {}
+    groups: dict[str, int] = {}
+    for spec in specs:
+        if spec.role == "broker":
+            group = groups.setdefault(spec.props().get("brokerName", spec.name), len(groups))
+            plan[spec.name] = [cpus[group % len(cpus)]]
+    return plan
+
+
 def _start(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | None, free_ports: bool,
-           bind: str) -> RunningService:
+           bind: str, cpus: list[int] | None = None) -> RunningService:
     service_home = os.path.join(home, spec.name)
     os.makedirs(service_home, exist_ok=True)
     console = os.path.join(service_home, "console.log")
@@ -154,7 +193,9 @@ def _start(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | Non
         # A session of its own: the daemons outlive this command and ignore the terminal's ^C.
         proc = subprocess.Popen(_command(spec, home, conf_root, namesrv_addr, free_ports, bind),
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=service_home, env=env, start_new_session=True)
+                                cwd=service_home, env=env, start_new_session=True,
+                                # Pinned in the child before exec, so every thread it starts is.
+                                preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
     try:
         addr = _wait_boot(spec, proc, console)
     except ClusterError:
@@ -162,7 +203,7 @@ def _start(spec: ServiceSpec, home: str, conf_root: str, namesrv_addr: str | Non
             proc.kill()
             proc.wait(10)
         raise
-    return RunningService(spec.name, proc.pid, addr, console, spec.module)
+    return RunningService(spec.name, proc.pid, addr, console, spec.module, cpus)
 
 
 async def _registered_brokers(namesrv_addr: str, credentials: SessionCredentials | None = None) -> set[str]:
@@ -216,7 +257,7 @@ def _fail(command: str, exc: BaseException) -> None:
     raise typer.Exit(1)
 
 
-@app.command("up", help="Start the NameServer and both brokers from conf/ as local processes")
+@app.command("up", help="Start the NameServer and the brokers from conf/ as local processes")
 def up(
     home: str = HomeOption,
     conf_root: str = typer.Option(CONF_ROOT, "--conf-root",
@@ -226,6 +267,13 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print JSON"),
     topology: str = typer.Option("2m-noslave", "--topology",
                                  help=f"Which cluster: {', '.join(TOPOLOGIES)} (conf/<name>/)"),
+    brokers_per_host: int | None = typer.Option(
+        None, "--brokers-per-host", min=1, max=len(GROUP_NAMES),
+        help="Broker groups to run on this host (default: the topology's two); groups past conf/'s are made "
+             "from broker-a's files, 10 ports apart (docs/deployment.md)"),
+    cpu_affinity: str = typer.Option(
+        "none", "--cpu-affinity",
+        help="Pin each broker group to a CPU: auto (spread over the CPUs allowed), a list like 0,1, or none"),
     access_key: str | None = AccessKeyOption,
     secret_key: str | None = SecretKeyOption,
 ) -> None:
@@ -235,6 +283,9 @@ def up(
         if topology not in TOPOLOGIES:
             raise ClusterError(f"unknown topology {topology!r}: one of {', '.join(TOPOLOGIES)}")
         specs = TOPOLOGIES[topology]
+        if brokers_per_host is not None:
+            specs = with_broker_groups(specs, brokers_per_host)
+        cpus = cpu_plan(specs, cpu_affinity)
         running = {n: s for n, s in load_state(home).items() if pid_alive(s.pid, s.module)}
         if running:
             raise ClusterError(f"already running under {home}: {', '.join(sorted(running))} (mqcluster down first)")
@@ -246,7 +297,7 @@ def up(
             _save_state(home, started)
             for spec in specs:
                 if spec.role == "broker":
-                    started[spec.name] = _start(spec, home, conf_root, ns.addr, free_ports, bind)
+                    started[spec.name] = _start(spec, home, conf_root, ns.addr, free_ports, bind, cpus.get(spec.name))
                     _save_state(home, started)
             _wait_registered(ns.addr, {s.props(conf_root).get("brokerName", s.name) for s in specs
                                        if s.role == "broker"}, credentials)
@@ -262,7 +313,8 @@ def up(
                     "services": {n: asdict(s) for n, s in started.items()}})
         return
     for svc in started.values():
-        typer.echo(f"{svc.name:<10s} pid {svc.pid:<8d} {svc.addr}")
+        pinned = f"  cpu {','.join(map(str, svc.cpus))}" if svc.cpus is not None else ""
+        typer.echo(f"{svc.name:<10s} pid {svc.pid:<8d} {svc.addr}{pinned}")
     typer.echo(f"cluster up under {home}; export NAMESRV_ADDR={started[NAMESRV.name].addr}")
 
 
@@ -311,8 +363,10 @@ def status(home: str = HomeOption, as_json: bool = typer.Option(False, "--json",
          ("#Service", "#PID", "#Addr", "#Alive"), [(r["name"], r["pid"], r["addr"], r["alive"]) for r in rows])
     if not as_json:
         typer.echo(f"registered brokers: {', '.join(registered) or '-'}")
-    # Whichever topology ``up`` started: the NameServer and every broker of one of them.
-    expected_sets = [{s.name for s in specs} for specs in TOPOLOGIES.values()]
+    # Whichever topology ``up`` started, at whichever --brokers-per-host: the NameServer and every
+    # broker of one of them.
+    expected_sets = [{s.name for s in with_broker_groups(specs, n)} for specs in TOPOLOGIES.values()
+                     for n in range(1, len(GROUP_NAMES) + 1)]
     if not rows or not all(r["alive"] for r in rows) or {r["name"] for r in rows} not in expected_sets:
         raise typer.Exit(1)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from rocketmq_py.tools.cluster_topology import TOPOLOGIES, TOPOLOGY, ServiceSpec
+from rocketmq_py.tools.cluster_topology import GROUP_NAMES, TOPOLOGIES, TOPOLOGY, ServiceSpec, with_broker_groups
 from rocketmq_py.tools.mqcluster import load_state, pid_alive, stop_services
 from tests.integration.cli import run_cli
 from tests.integration.daemons import ROOT
@@ -244,3 +244,61 @@ def test_mqcluster_signs_its_nameserver_calls(cluster_home: str, tmp_path: str) 
     from_file = run_cli("mqcluster", "status", *base, "--json", env={"ROCKETMQ_HOME": tools_home}).ok().json()
     assert from_file["registeredBrokers"] == ["broker-a", "broker-b"]
     run_cli("mqcluster", "down", *base).ok()
+
+
+def test_broker_groups_on_one_host_never_share_a_port() -> None:
+    """``--brokers-per-host N``: N broker groups named as conf/ names them, each listening 10 ports
+    after the previous, so no listen, fast (listen - 2) or HA (listen + 1) port is taken twice;
+    the first two are conf/'s own files unchanged."""
+    for name, topology in TOPOLOGIES.items():
+        for count in range(1, len(GROUP_NAMES) + 1):
+            specs = with_broker_groups(topology, count)
+            brokers = [s for s in specs if s.role == "broker"]
+            assert len({s.props()["brokerName"] for s in brokers}) == count, (name, count)
+            ports = [p for s in brokers for p in (*s.ports(), s.listen_port() + 1)]
+            assert len(ports) == len(set(ports)), (name, count)
+            assert len({s.name for s in specs}) == len(specs)
+            assert len({s.props()["storePathRootDir"] for s in brokers}) == len(brokers)
+        assert with_broker_groups(topology, 2) == topology
+    with pytest.raises(ValueError, match="1 to 26"):
+        with_broker_groups(TOPOLOGY, 27)
+
+
+def _cpus_of(pid: int) -> set[frozenset[int]]:
+    """The CPU sets of every thread of ``pid``."""
+    return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_mqcluster_runs_several_brokers_per_host_pinned_to_cores(cluster_home: str) -> None:
+    """``up --brokers-per-host 3 --cpu-affinity auto``: three brokers, each pinned (every thread of
+    it) to one of the CPUs allowed, in turn; all registered; a topic created on the cluster has
+    queues on each, and messages sent through the NameServer land on more than one and are all
+    consumed."""
+    run_cli("mqcluster", "up", "--home", cluster_home, "--free-ports", "--cpu-affinity", "0,99999"
+            ).failed_with_one_line("not among this process's")
+    up = run_cli("mqcluster", "up", "--home", cluster_home, "--free-ports", "--brokers-per-host", "3",
+                 "--cpu-affinity", "auto", "--json").ok().json()
+    ns = up["namesrvAddr"]
+    assert set(up["services"]) == {"namesrv", "broker-a", "broker-b", "broker-c"}
+    allowed = sorted(os.sched_getaffinity(0))
+    for i, name in enumerate(("broker-a", "broker-b", "broker-c")):
+        svc = up["services"][name]
+        assert svc["cpus"] == [allowed[i % len(allowed)]]
+        assert _cpus_of(svc["pid"]) == {frozenset(svc["cpus"])}, name
+    assert up["services"]["namesrv"]["cpus"] is None
+    status = run_cli("mqcluster", "status", "--home", cluster_home, "--json").ok().json()
+    assert status["registeredBrokers"] == ["broker-a", "broker-b", "broker-c"]
+
+    created = run_cli("mqadmin", "updateTopic", "-t", "PerCoreTopic", "-c", "DefaultCluster", "-r", "2", "-w", "2",
+                      "--json", "-n", ns).ok().json()
+    assert len(created["brokers"]) == 3
+    sent = [run_cli("mqadmin", "sendMessage", "-t", "PerCoreTopic", "-p", f"core-{i}", "--json", "-n", ns
+                    ).ok().json() for i in range(6)]
+    assert len({m["brokerName"] for m in sent}) > 1, sent
+    consumed = run_cli("mqadmin", "consumeMessage", "-t", "PerCoreTopic", "-g", "PerCoreGroup", "--json",
+                       "-n", ns).ok().json()
+    assert sorted(m["body"] for m in consumed) == [f"core-{i}" for i in range(6)]
+    down = run_cli("mqcluster", "down", "--home", cluster_home).ok()
+    assert "stopped broker-a, broker-b, broker-c, namesrv" in down.stdout
+    assert not _processes_under(cluster_home)
