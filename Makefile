@@ -11,7 +11,7 @@ FULL   := $(VENV)/.installed-dev-spark
 NODE_DIR  := tests/interop/node
 NODE_DEPS := $(NODE_DIR)/node_modules/.package-lock.json
 
-.PHONY: run test test-unit lint typecheck bench clean interop-deps browser-deps
+.PHONY: run test test-unit test-mypyc lint typecheck bench clean interop-deps browser-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,23 @@ $(BASE): pyproject.toml setup.py | $(BIN)/python
 $(FULL): pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,spark,dashboard]'
 	touch $(FULL) $(BASE)
+
+# The mypyc build (setup.py, ROCKETMQ_PY_MYPYC=1) in a venv of its own, installed as its wheel is:
+# an editable install would put the extensions beside the sources, where .venv would load them too.
+# The dependencies come first, with mypy, so that the compiling install needs no isolated build
+# environment (--no-build-isolation); it is redone whenever a file of the package changes.
+MYPYC_VENV := .venv-mypyc
+MYPYC      := $(MYPYC_VENV)/.installed-mypyc
+PACKAGE_FILES := $(shell find rocketmq_py broker client conf namesrv remoting store tools -type f \
+                   -not -path '*/__pycache__/*' 2>/dev/null)
+
+$(MYPYC): pyproject.toml setup.py $(PACKAGE_FILES)
+	test -x $(MYPYC_VENV)/bin/python || $(PYTHON) -m venv $(MYPYC_VENV)
+	$(MYPYC_VENV)/bin/python -m pip install -q --upgrade pip 'setuptools>=77'
+	$(MYPYC_VENV)/bin/python -m pip install -q '.[dev,spark,dashboard]'
+	ROCKETMQ_PY_MYPYC=1 $(MYPYC_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps \
+	  --force-reinstall .
+	touch $(MYPYC)
 
 # tests/integration/test_dashboard.py drives Debian's chromium through chromium-driver (one
 # version, from one archive). Installed as root when missing; present, this does nothing.
@@ -47,11 +64,25 @@ interop-deps: $(NODE_DEPS)
 run: $(BASE)
 	$(BIN)/mqstandalone $(ARGS)
 
-# pytest exits 5 when it collected nothing; that must fail, never pass silently.
-test: $(FULL) $(NODE_DEPS) browser-deps
+# pytest exits 5 when it collected nothing; that must fail, never pass silently. The whole suite
+# runs on the pure package, then test-mypyc's part of it on the compiled build.
+test: $(FULL) $(MYPYC) $(NODE_DEPS) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python .ci/typecheck.py
 	$(BIN)/python -m pytest; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+	$(MAKE) --no-print-directory test-mypyc
+
+# The mypyc build's tests: tests/unit, and the integration tests of what the compiled modules carry
+# (the wire, sends and pulls through broker and SDK, hostile input, TLS) with the daemons compiled
+# too. tests/unit/test_mypyc_build.py fails the run if the compiled modules are not the ones loaded.
+MYPYC_TESTS := tests/unit tests/integration/test_broker.py tests/integration/test_producer.py \
+  tests/integration/test_push_consumer.py tests/integration/test_lite_pull.py \
+  tests/integration/test_remoting_server.py tests/integration/test_remoting_bad_input.py \
+  tests/integration/test_hostile_requests.py tests/integration/test_tls.py tests/integration/test_namesrv.py
+
+test-mypyc: $(MYPYC)
+	ROCKETMQ_PY_MYPYC=1 $(MYPYC_VENV)/bin/python -m pytest -q $(MYPYC_TESTS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The fast suite while editing: tests/unit only (no sockets, no daemons, no Spark, no Node.js).
@@ -70,4 +101,4 @@ typecheck: $(FULL)
 	$(BIN)/python .ci/typecheck.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache build/mypy $(NODE_DIR)/node_modules
+	rm -rf $(VENV) $(MYPYC_VENV) .pytest_cache .mypy_cache build/mypy $(NODE_DIR)/node_modules

@@ -10,10 +10,9 @@ repository's own paths, the ones an editor opens. Settings are pyproject.toml's 
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import sys
-import tomllib
 from pathlib import Path
 
 from mypy import api
@@ -23,27 +22,15 @@ TREE = ROOT / "build" / "mypy"
 
 
 def build_tree() -> dict[str, str]:
-    """Lays out build/mypy; returns each link's tree-relative path and the repository path it names."""
-    package_dir: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ]
-    shutil.rmtree(TREE, ignore_errors=True)
-    links: dict[str, str] = {"tests/": "tests/"}
-    for name, folder in package_dir.items():
-        parts = name.split(".")
-        if len(parts) == 1:
-            # the package's own folder: its files are linked one by one, its subpackages beside them
-            for entry in (ROOT / folder).iterdir():
-                if entry.name != "__pycache__":
-                    links[f"{name}/{entry.name}" + ("/" if entry.is_dir() else "")] = f"{folder}/{entry.name}" + (
-                        "/" if entry.is_dir() else ""
-                    )
-        else:
-            links["/".join(parts) + "/"] = folder.rstrip("/") + "/"
-    for link, target in links.items():
-        path = TREE / link.rstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.symlink_to(ROOT / target.rstrip("/"), target_is_directory=link.endswith("/"))
+    """Lays out build/mypy (setup.py's layout of the package, which mypyc compiles from too) with
+    the tests beside it; returns each link's tree-relative path and the repository path it names."""
+    spec = importlib.util.spec_from_file_location("rocketmq_py_setup", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    setup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup)  # setup() runs only as __main__
+    links: dict[str, str] = setup.lay_out_package(TREE)
+    (TREE / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+    links["tests/"] = "tests/"
     return links
 
 

@@ -12,6 +12,7 @@ import os
 
 import typer
 
+from rocketmq_py import compiled
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
@@ -104,6 +105,7 @@ def main(
     try:
         setup_logging("broker", log_level, log_dir or default_log_dir(broker_config.rocketmqHome))
         log_config(broker_config, server_config, store_config)
+        log.info("hot modules: %s", "compiled by mypyc" if compiled() else "pure Python")
         controller = BrokerController(broker_config, server_config, store_config)
         metrics = (BrokerMetrics(controller, broker_config.metricsPort, server_config.bindAddress)
                    if broker_config.metricsPort >= 0 else None)

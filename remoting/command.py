@@ -119,7 +119,12 @@ class RemotingCommand:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RemotingCommand):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return self._fields() == other._fields()
+
+    def _fields(self) -> tuple[object, ...]:
+        # every field by name, not through __slots__: the mypyc build's class has none
+        return (self.body, self.code, self.ext_fields, self.flag, self.language, self.opaque, self.remark,
+                self.serialize_type, self.version)
 
     # type-ignored: mutable and compared by value: unhashable, as a dataclass with eq would be
     __hash__ = None  # type: ignore[assignment]

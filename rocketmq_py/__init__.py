@@ -5,3 +5,21 @@ The repository keeps the design card's folders (``client/``, ``broker/``, ``stor
 maps each of them into this package (``rocketmq_py.client``, ...), so that an install puts nothing
 generic into site-packages and a user's own ``client.py`` or ``tools/`` never shadows the SDK.
 """
+
+from __future__ import annotations
+
+import pkgutil
+
+# A checkout's rocketmq_py/ (this folder, with no subpackages of its own) put first on sys.path,
+# as the tests and their daemons do, must not hide an installed package's subpackages: the mypyc
+# build's tests run the checkout's tests against the compiled wheel (`make test`, .venv-mypyc).
+# Under the editable install nothing is added: its import hook maps the subpackages.
+__path__ = pkgutil.extend_path(__path__, __name__)
+
+
+def compiled() -> bool:
+    """Whether the hot modules run compiled by mypyc (setup.py's ``ROCKETMQ_PY_MYPYC=1`` build)
+    rather than from their Python source; the broker's boot line says which."""
+    from rocketmq_py.remoting import command
+
+    return not (command.__file__ or "").endswith(".py")

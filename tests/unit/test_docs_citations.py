@@ -13,7 +13,7 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = os.path.join(ROOT, "docs")
 THIS = os.path.basename(__file__)  # its messages name the patterns it looks for
-SKIP_DIRS = {".git", ".venv", "node_modules", "build", "dist", ".pytest_cache", ".ruff_cache"}
+SKIP_DIRS = {".git", ".venv", ".venv-mypyc", "node_modules", "build", "dist", ".pytest_cache", ".ruff_cache"}
 
 CITATION = re.compile(r"docs/([\w.-]+\.md)(?:#([\w-]+))?")
 ANY_MD = re.compile(r"(?<![\w/.-])([\w-]+\.md)\b")

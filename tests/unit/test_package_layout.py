@@ -21,7 +21,8 @@ import os
 import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SKIP = {".venv", ".git", "node_modules", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+SKIP = {".venv", ".venv-mypyc", ".git", "node_modules", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache",
+        ".hypothesis"}
 
 
 def _package_dir() -> dict[str, str]:
