@@ -31,8 +31,9 @@ $(FULL): pyproject.toml setup.py | $(BIN)/python
 # environment (--no-build-isolation); it is redone whenever a file of the package changes.
 MYPYC_VENV := .venv-mypyc
 MYPYC      := $(MYPYC_VENV)/.installed-mypyc
-PACKAGE_FILES := $(shell find rocketmq_py broker client conf namesrv remoting store tools -type f \
-                   -not -path '*/__pycache__/*' 2>/dev/null)
+PACKAGE_DIRS  := $(shell $(PYTHON) -c 'import tomllib; \
+  print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].values())')
+PACKAGE_FILES := $(shell find $(PACKAGE_DIRS) -type f -not -path '*/__pycache__/*')
 
 $(MYPYC): pyproject.toml setup.py $(PACKAGE_FILES)
 	test -x $(MYPYC_VENV)/bin/python || $(PYTHON) -m venv $(MYPYC_VENV)

@@ -12,10 +12,10 @@ import os
 
 import typer
 
-from rocketmq_py import compiled
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
+from rocketmq_py.common.build import build_name
 from rocketmq_py.common.cli import config_hint, fail, main_entry, one_line
 from rocketmq_py.common.daemon import parse_overrides, serve_until_signalled
 from rocketmq_py.common.exceptions import AddressInUseError
@@ -105,7 +105,7 @@ def main(
     try:
         setup_logging("broker", log_level, log_dir or default_log_dir(broker_config.rocketmqHome))
         log_config(broker_config, server_config, store_config)
-        log.info("hot modules: %s", "compiled by mypyc" if compiled() else "pure Python")
+        log.info("hot modules: %s", build_name())
         controller = BrokerController(broker_config, server_config, store_config)
         metrics = (BrokerMetrics(controller, broker_config.metricsPort, server_config.bindAddress)
                    if broker_config.metricsPort >= 0 else None)

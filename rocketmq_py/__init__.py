@@ -16,10 +16,7 @@ import pkgutil
 # Under the editable install nothing is added: its import hook maps the subpackages.
 __path__ = pkgutil.extend_path(__path__, __name__)
 
+# after __path__, which may be where it is found
+from rocketmq_py.common.build import compiled
 
-def compiled() -> bool:
-    """Whether the hot modules run compiled by mypyc (setup.py's ``ROCKETMQ_PY_MYPYC=1`` build)
-    rather than from their Python source; the broker's boot line says which."""
-    from rocketmq_py.remoting import command
-
-    return not (command.__file__ or "").endswith(".py")
+__all__ = ["compiled"]
