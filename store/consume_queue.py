@@ -113,7 +113,10 @@ class ConsumeQueue:
             pos = mf.wrote_position
             if pos < mf.reserved and mf.file_from_offset + pos == expect:
                 mm = mf.mm
-                _UNIT.pack_into(mf.mapping() if mm.closed else mm, pos, offset, size, tags_code)
+                if mm.closed:  # released past the mapping budget
+                    mf.write_at(pos, _UNIT.pack(offset, size, tags_code))
+                else:
+                    _UNIT.pack_into(mm, pos, offset, size, tags_code)
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_physic_offset = offset + size
                 return True
@@ -187,7 +190,7 @@ class ConsumeQueue:
         end = pos + len(units) * CQ_STORE_UNIT_SIZE
         if end > mf.reserved or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
             return False
-        mf.mapping()[pos:end] = b"".join([_UNIT.pack(*unit) for unit in units])
+        mf.write_at(pos, b"".join([_UNIT.pack(*unit) for unit in units]))
         mf.wrote_position = end
         offset, size, _ = units[-1]
         self.max_physic_offset = offset + size

@@ -151,9 +151,9 @@ async def test_the_commit_log_reserves_ahead_of_its_writer(tmp_path: str, monkey
 
 async def test_many_queues_written_hold_few_mappings(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the mapping budget, the ConsumeQueue files still being written are released too (one
-    per queue: 10,000 topics of 8 queues would otherwise hold 80,000 mappings), mapped again by
-    their next write, and nothing written through a released mapping is lost, before or after a
-    restart."""
+    per queue: 10,000 topics of 8 queues would otherwise hold 80,000 mappings), their next units
+    written without mapping them again, and nothing written to a released file is lost, before or
+    after a restart."""
     mappings = mapped_file._Mappings()
     mappings.limit = 64
     mappings._next_scan = 64
@@ -168,6 +168,9 @@ async def test_many_queues_written_hold_few_mappings(tmp_path: str, monkeypatch:
             for qid in range(4):
                 assert store.append_message(message(topic, f"{t}-{qid}-{rnd}".encode(), queue_id=qid)).ok
         assert len(mappings.open) <= 64 + 64 // 8 + 4, len(mappings.open)
+    written_unmapped = [cq for qs in store.consume_queue_table.values() for cq in qs.values()
+                        if not cq.queue.files[-1].mapped]
+    assert written_unmapped, "a released file's next unit is written without mapping it again"
     cq = store.consume_queue_store.existing("Wide0", 0)
     assert cq is not None and not cq.queue.files[-1].is_full
     for restart in (False, True):
