@@ -186,6 +186,8 @@ async def test_a_query_waiting_for_a_lagging_child_leaves_the_event_loop_free(tm
     assert dispatch is not None and dispatch.pid is not None
     pid = dispatch.pid
     try:
+        await s.put_message(message("Warm", b"w", keys="warm"))
+        await index_caught_up(s)  # a running child, not one still importing, is what lags here
         os.kill(pid, signal.SIGSTOP)  # the child falls behind, as it may under load
         await s.put_message(message("Q", b"late", keys="late-key"))
         query = asyncio.ensure_future(s.query_message("Q", "late-key", 8, 0, 2**62))
