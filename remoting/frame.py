@@ -120,8 +120,11 @@ class FrameDecoder:
                 except HeaderDecodeError as exc:
                     raise FrameError(str(exc)) from None
                 if fend > bstart:
-                    body = src[bstart:fend]
-                    cmd.body = body if isinstance(body, bytes) else bytes(body)
+                    if isinstance(src, bytes):
+                        cmd.body = src[bstart:fend]
+                    else:  # one copy out of the buffer, not a bytearray slice copied again
+                        with memoryview(src) as view:
+                            cmd.body = view[bstart:fend].tobytes()
                 out.append(cmd)
                 pos = fend
         finally:
