@@ -105,6 +105,12 @@ class DefaultMessageStore:
         self.clean_consume_queue_service = CleanConsumeQueueService(self)
         self.clean_commit_log_service = CleanCommitLogService(self, self.clean_consume_queue_service)
         self.commit_log.queue.space_check = self._space_check
+        # Each kind of put's steps for ``_append`` (its ConsumeQueue files, its append, its
+        # dispatch), bound once rather than on every put.
+        cqs, commit_log, dispatcher = self.consume_queue_store, self.commit_log, self.dispatcher
+        self._message_steps = (cqs.reserve_message, commit_log.append_message, dispatcher.dispatch_appended)
+        self._batch_steps = (cqs.reserve_batch, commit_log.append_batch, dispatcher.dispatch_batch)
+        self._run_steps = (cqs.reserve_run, commit_log.append_run, dispatcher.dispatch_run)
         self._lock_fd: int | None = None
         self._tasks: list[asyncio.Task[None]] = []
         # Where the index child starts: the end of what the IndexFiles hold (set by recovery).
@@ -226,14 +232,14 @@ class DefaultMessageStore:
                                 remark=self.clean_commit_log_service.disk_full_remark)
 
     async def put_message(self, msg: MessageExtBrokerInner, wait_store_msg_ok: bool = True) -> PutMessageResult:
-        result = self.append_message(msg)
+        result = self._append(msg, self._message_steps)  # append_message's step, without its call
         if wait_store_msg_ok and self.sync_put:
             return await self.synced(result)
         return result
 
     async def put_messages(self, batch: MessageExtBatch, wait_store_msg_ok: bool = True) -> PutMessageResult:
         """Store a batch; resolves after the flush under SYNC_FLUSH."""
-        result = self.append_messages(batch)
+        result = self._append(batch, self._batch_steps)
         if wait_store_msg_ok and self.sync_put:
             return await self.synced(result)
         return result
@@ -254,23 +260,20 @@ class DefaultMessageStore:
         """``put_message`` without the flush wait: the record is in the mapped file (all that
         ASYNC_FLUSH promises); under SYNC_FLUSH follow it with ``synced``. Lets a caller skip a
         coroutine on the path most sends take."""
-        return self._append(msg, self.consume_queue_store.reserve_message, self.commit_log.append_message,
-                            self.dispatcher.dispatch_appended)
+        return self._append(msg, self._message_steps)
 
     def append_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """``put_messages`` without the flush wait, as ``append_message`` is for one."""
-        return self._append(batch, self.consume_queue_store.reserve_batch, self.commit_log.append_batch,
-                            self.dispatcher.dispatch_batch)
+        return self._append(batch, self._batch_steps)
 
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> PutMessageResult:
         """Messages in one go (``CommitLog.append_run``), each then queued, indexed and announced
         to waiting pulls, with one result for them all: stored together or not at all."""
-        return self._append(entries, self.consume_queue_store.reserve_run, self.commit_log.append_run,
-                            self.dispatcher.dispatch_run, born_host, store_host)
+        return self._append(entries, self._run_steps, (born_host, store_host))
 
-    def _append(self, item: _P, reserve: Callable[[_P], Sequence[ConsumeQueue]],
-                append: Callable[..., AppendMessageResult], dispatch: Callable[[_P, AppendMessageResult], None],
-                *hosts: Host) -> PutMessageResult:
+    def _append(self, item: _P, steps: tuple[Callable[[_P], Sequence[ConsumeQueue]], Callable[..., AppendMessageResult],
+                                             Callable[[_P, AppendMessageResult], None]],
+                hosts: tuple[Host, Host] | None = None) -> PutMessageResult:
         """Every put's steps: refused while shut down, a slave or on a full disk; the ConsumeQueue
         files it needs made first (a refused put leaves none behind); the append and its dispatch
         in one step: nothing can run between a record landing in the log and its queue unit, so a
@@ -278,10 +281,11 @@ class DefaultMessageStore:
         if (self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE) and \
                 (refused := self._refused()) is not None:
             return refused
+        reserve, append, dispatch = steps
         made: Sequence[ConsumeQueue] = ()
         try:
             made = reserve(item)
-            result = append(item, *hosts)
+            result = append(item) if hosts is None else append(item, *hosts)
         except OSError as exc:
             self.consume_queue_store.drop_made(*made)
             return self._create_failed(exc)
