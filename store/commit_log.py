@@ -252,8 +252,9 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         # Built where it goes if it fits the current file (most batches), and again for the next
         # file's start only when it does not.
-        offset = self._offset_for(0)
-        assert offset is not None  # an empty append fits any file
+        found = self._offset_for(0)
+        assert found is not None  # an empty append fits any file
+        offset = found[1] if found[0] is None else found[0].file_from_offset + found[1]
         store_ts = int(time.time() * 1000)
         key = (batch.topic, batch.queue_id)
         queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
@@ -265,14 +266,17 @@ class CommitLog:
         if isinstance(built, AppendMessageResult):
             return built
         parts, units, total = built
-        start = self._offset_for(total)
-        if start is None:
+        found = self._offset_for(total)
+        if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        mf, pos = found
+        start = pos if mf is None else mf.file_from_offset + pos
         if start != offset:
             built = self._build_batch(batch, topic, start, first_queue_offset, queued, store_ts)
             assert not isinstance(built, AppendMessageResult)  # the same entries passed the same checks
             parts, units, total = built
-        mf, pos = self._place(start, total)
+        if mf is None:
+            mf, pos = self._place(start, total)
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
         if queued:
@@ -312,26 +316,32 @@ class CommitLog:
             queue_offset += step
         return parts, units, offset - base
 
-    def _offset_for(self, size: int) -> int | None:
-        """The physical offset ``size`` bytes of records go to, decided without writing anything:
-        the current file's write position, or the next file's start when they do not fit with 8
-        bytes to spare; None when no file could hold them. ``_place`` then puts them there."""
+    def _offset_for(self, size: int) -> tuple[MappedFile | None, int] | None:
+        """Where ``size`` bytes of records go, decided without writing anything: ``(file,
+        position)`` when they fit in the current file as it is (its blocks reserved and its pages
+        warmed that far), for the builder to copy them in; else ``(None, offset)``, the physical
+        offset ``_place`` puts them at once built (the current file past its warm mark, or the
+        next file's start when they do not fit with 8 bytes to spare); None when no file could
+        hold them. Most puts take the first answer: one call finds and checks their place."""
         file_size = self.queue.file_size
         if size + END_FILE_MIN_BLANK_LENGTH > file_size:
             return None
         files = self.queue.files
         if not files:
-            return 0  # get_last_mapped_file(0) creates the first file there
+            return None, 0  # get_last_mapped_file(0) creates the first file there
         mf = files[-1]
         pos = mf.wrote_position
         if pos + size + END_FILE_MIN_BLANK_LENGTH > file_size:
-            return mf.file_from_offset + file_size
-        return mf.file_from_offset + pos
+            return None, mf.file_from_offset + file_size
+        if pos + size > mf.warm_mark:
+            return None, mf.file_from_offset + pos
+        return mf, pos
 
     def _place(self, offset: int, size: int) -> tuple[MappedFile, int]:
-        """The file and position for ``size`` bytes at ``offset`` (``_offset_for``'s answer): the
-        current file, or the next one, after which the current one ends with a BLANK record. The
-        next file is made first: when it cannot be (OSError), nothing is written."""
+        """The file and position for ``size`` bytes at ``offset`` (``_offset_for``'s second
+        answer): the current file with blocks reserved and pages warmed ahead, or the next one,
+        after which the current one ends with a BLANK record. The next file and the blocks are
+        made first: when they cannot be (OSError), nothing is written."""
         files = self.queue.files
         mf = files[-1] if files else self.queue.get_last_mapped_file(0)
         pos = offset - mf.file_from_offset
@@ -392,7 +402,8 @@ class CommitLog:
         found = self._offset_for(total)
         if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        first = offset = found
+        mf, pos = found
+        first = offset = pos if mf is None else mf.file_from_offset + pos
         store_ts = int(time.time() * 1000)
         table = self.topic_queue_table
         # The run's next queue offsets, into the table once its records are in the log.
@@ -424,7 +435,8 @@ class CommitLog:
             offsets.append(offset)
             queue_offsets.append(queue_offset)
             offset += size
-        mf, pos = self._place(first, total)
+        if mf is None:
+            mf, pos = self._place(first, total)
         mf.mm[pos:pos + total] = b"".join(parts)
         mf.wrote_position = pos + total
         table.update(taken)
@@ -448,9 +460,11 @@ class CommitLog:
         store = hosts.get(msg.store_host) or self._host(msg.store_host)
         head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
         size = _FIXED + len(body) + len(topic) + len(props) + len(born) + len(store)
-        offset = self._offset_for(size)
-        if offset is None:
+        found = self._offset_for(size)
+        if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        mf, pos = found
+        offset = pos if mf is None else mf.file_from_offset + pos
         store_ts = int(time.time() * 1000)
         sys_flag = msg.sys_flag
         queued = sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
@@ -468,7 +482,8 @@ class CommitLog:
                 body, topic, _I16.pack(len(props)), props))
         except struct.error:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
-        mf, pos = self._place(offset, size)
+        if mf is None:
+            mf, pos = self._place(offset, size)
         mf.mm[pos:pos + size] = record
         mf.wrote_position = pos + size
         if queued:
