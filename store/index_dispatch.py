@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import functools
 import logging
 import mmap
 import os
@@ -29,6 +30,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -106,6 +108,10 @@ def read_indexed_offset(root: str) -> int | None:
     return _I64.unpack_from(data, _INDEXED)[0] if len(data) == _SIZE else None
 
 
+def _not_started(offset: int) -> None:
+    raise RuntimeError("the index child is not started")
+
+
 class IndexDispatchProcess:
     """The parent's handle on the child that builds the index."""
 
@@ -119,6 +125,9 @@ class IndexDispatchProcess:
         self._ctrl: mmap.mmap | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
+        # The log's end as the put path hands it over, once per put: the control file's field
+        # written by one C call (a partial of pack_into), no Python frame; set by ``start``.
+        self.committed: Callable[[int], None] = _not_started
 
     def start(self, from_offset: int, min_offset: int, indexed: int | None = None) -> None:
         """Start the child with the log committed to ``from_offset`` and indexed to ``indexed``
@@ -128,6 +137,7 @@ class IndexDispatchProcess:
                            (_FLUSHED_TS, 0),
                            (_MIN_OFFSET, min_offset), (_STOP, 0)):
             _I64.pack_into(ctrl, pos, value)
+        self.committed = functools.partial(_I64.pack_into, ctrl, _COMMITTED)
         self._spawn()
 
     def kill(self) -> None:
@@ -143,10 +153,6 @@ class IndexDispatchProcess:
         pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [pkg_root, os.environ.get("PYTHONPATH")]))}
         self._proc = subprocess.Popen(self._args, env=env, stdin=subprocess.DEVNULL)
-
-    def committed(self, offset: int) -> None:
-        assert self._ctrl is not None
-        _I64.pack_into(self._ctrl, _COMMITTED, offset)
 
     def _get(self, pos: int) -> int:
         assert self._ctrl is not None
@@ -221,6 +227,7 @@ class IndexDispatchProcess:
 
     def close(self) -> None:
         if self._ctrl is not None:
+            self.committed = _not_started
             self._ctrl.close()
             self._ctrl = None
 
