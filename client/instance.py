@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
 from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
-from rocketmq_py.client.errors import MQClientError, NoRouteError
+from rocketmq_py.client.errors import MQBrokerError, MQClientError, NoRouteError
 from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.remoting.client import RemotingClient
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
@@ -29,9 +29,12 @@ from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.broker import decode_mq_keyed, encode_mq_keyed
 from rocketmq_py.remoting.protocol.heartbeat import (
+    CheckClientRequestBody,
     ConsumerData,
+    ExpressionType,
     HeartbeatData,
     ProducerData,
+    SubscriptionData,
     UnregisterClientRequestHeader,
 )
 from rocketmq_py.remoting.protocol.message import MessageConst, RecordError, decode_record
@@ -353,6 +356,43 @@ class MQClientInstance:
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist (no master in the route of {topic})")
         return addr
+
+    async def offset_request(self, code: int, mq: MessageQueue, extra: dict[str, str] | None = None) -> int:
+        """An offset of ``mq`` its broker answers (GET_MIN_OFFSET, GET_MAX_OFFSET,
+        SEARCH_OFFSET_BY_TIMESTAMP, QUERY_CONSUMER_OFFSET: Java's MQAdminImpl and
+        queryConsumerOffset); -1 for QUERY_NOT_FOUND. Asked of the master, else of a slave while
+        the master is gone (offsets and bounds are read there)."""
+        addr = self.find_broker_address_in_admin(mq.broker_name) or await self.master_addr(mq.topic, mq.broker_name)
+        header = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
+        r = await self.remoting.invoke(addr, RemotingCommand.request(code, header), self.config.mq_client_api_timeout)
+        if r.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        if r.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"offset request {code} for {mq} failed: {r.remark}", r.code, r.remark)
+        return int((r.ext_fields or {})["offset"])
+
+    async def check_client_in_broker(self, group: str, subscriptions: list[SubscriptionData]) -> None:
+        """Java's checkClientInBroker: each non-TAG subscription is compiled by the masters
+        serving its topic, so a bad selector or a broker without property filtering fails a
+        consumer's start with the broker's reason instead of its pulls failing later."""
+        for sub in subscriptions:
+            if sub.expressionType == ExpressionType.TAG:
+                continue
+            route = self.topic_route_table.get(sub.topic)
+            for bd in route.brokerDatas if route else []:
+                addr = bd.brokerAddrs.get(MASTER_ID)
+                if addr is None:
+                    continue
+                body = CheckClientRequestBody(clientId=self.client_id, group=group, subscriptionData=sub)
+                try:
+                    r = await self.remoting.invoke(
+                        addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, None, body.encode()),
+                        self.config.mq_client_api_timeout)
+                except RemotingError as exc:
+                    raise MQClientError(f"Check client in broker {addr} error, maybe because you use "
+                                        f"{sub.expressionType} to filter message: {exc}") from exc
+                if r.code != ResponseCode.SUCCESS:
+                    raise MQBrokerError(r.code, r.remark, addr)
 
     # -- heartbeats -------------------------------------------------------------------------
 

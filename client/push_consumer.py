@@ -1,7 +1,8 @@
 """PushConsumer: RocketMQ's DefaultMQPushConsumer on asyncio.
 
-It pulls like the lite consumer (rebalanced queues, one long-polling pull loop per queue) and
-calls your listener for every message. Concurrent listeners run up to ``consume_concurrency``
+It pulls as the lite consumer does, with the same parts (client/mq_consumer_inner.py: rebalanced
+queues, one long-polling pull loop per queue, the offset store), and calls your listener for
+every message. Concurrent listeners run up to ``consume_concurrency``
 calls at once while pulling goes on: each queue's pulled messages wait in its ProcessQueue, and
 the queue is not pulled while that caches more than ``pull_threshold_for_queue`` messages (1,000)
 or ``pull_threshold_size_for_queue`` MiB (100), or spans more than
@@ -32,37 +33,30 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
+from typing import Self
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQClientError
+from rocketmq_py.client.filter_api import build_subscription
 from rocketmq_py.client.instance import CLIENT_INNER_PRODUCER_GROUP, MQClientInstance
-from rocketmq_py.client.lite_pull_consumer import LitePullConsumer, _QueueState, build_subscription
 from rocketmq_py.client.message import Message
+from rocketmq_py.client.message_selector import MessageSelector
+from rocketmq_py.client.mq_consumer_inner import InnerAttribute, MQConsumerInner
+from rocketmq_py.client.process_queue import ProcessQueue
 from rocketmq_py.client.producer import Producer
-from rocketmq_py.client.running_info import process_queue_info
 from rocketmq_py.client.trace.trace_context import ConsumeReturnType, TraceContext
 from rocketmq_py.client.trace.trace_hooks import consume_message_after, consume_message_before
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
-from rocketmq_py.remoting.protocol.heartbeat import (
-    SUB_ALL,
-    ConsumerData,
-    ConsumeType,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
-    MessageModel,
-    MessageQueueBody,
-    ProducerData,
-)
+from rocketmq_py.remoting.protocol.heartbeat import SUB_ALL, ConsumeType, MessageModel
 from rocketmq_py.remoting.protocol.message import MessageConst, MessageExt
 from rocketmq_py.remoting.protocol.topic import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 log = logging.getLogger("rocketmq.client")
 
-# rocketmq.client.rebalance.lockInterval and .lockMaxLiveTime (docs/behaviours.md#orderly-consumption-locks).
+# rocketmq.client.rebalance.lockInterval (docs/behaviours.md#orderly-consumption-locks).
 LOCK_INTERVAL = 20.0
-CLIENT_LOCK_MAX_LIVE_TIME = 30.0
 # DefaultMQPushConsumer.maxReconsumeTimes = -1: 16 for concurrent listeners, Integer.MAX_VALUE
 # for orderly ones; send-back calls time out after 5 s.
 DEFAULT_MAX_RECONSUME_TIMES = 16
@@ -70,43 +64,6 @@ ORDERLY_MAX_RECONSUME_TIMES = 2**31 - 1
 SEND_BACK_TIMEOUT = 5.0
 # DefaultMQPushConsumerImpl.PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL.
 PULL_TIME_DELAY_WHEN_FLOW_CONTROL = 0.05
-
-
-class ProcessQueue:
-    """One queue's messages pulled and not yet consumed (Java's ProcessQueue).
-
-    Pulls of a queue arrive in offset order, so the dict's insertion order is offset order and
-    its first key is the lowest offset still being consumed: the queue's offset can advance to
-    it and no further, whatever order the listener finishes in.
-    """
-
-    __slots__ = ("max_offset", "msgs", "size")
-
-    def __init__(self) -> None:
-        self.msgs: dict[int, MessageExt] = {}
-        self.size = 0
-        self.max_offset = -1
-
-    def put(self, msgs: list[MessageExt]) -> None:
-        for msg in msgs:
-            if msg.queue_offset not in self.msgs:
-                self.msgs[msg.queue_offset] = msg
-                self.size += len(msg.body)
-        self.max_offset = max(self.max_offset, msgs[-1].queue_offset)
-
-    def remove(self, msg: MessageExt) -> int:
-        """Forget a consumed message; returns the offset the queue may commit now."""
-        if self.msgs.pop(msg.queue_offset, None) is not None:
-            self.size -= len(msg.body)
-        return next(iter(self.msgs)) if self.msgs else self.max_offset + 1
-
-    @property
-    def count(self) -> int:
-        return len(self.msgs)
-
-    @property
-    def span(self) -> int:
-        return self.max_offset - next(iter(self.msgs)) if self.msgs else 0
 
 
 class ConsumeConcurrentlyStatus(Enum):
@@ -123,17 +80,26 @@ ConcurrentListener = Callable[[list[MessageExt]], Awaitable[ConsumeConcurrentlyS
 OrderlyListener = Callable[[list[MessageExt]], Awaitable[ConsumeOrderlyStatus]]
 
 
-class PushConsumer(LitePullConsumer):
+class PushConsumer:
+    # Kept by the inner, which reads them when it starts and shuts down.
+    shutdown_timeout = InnerAttribute[float]()
+    start_timestamp = InnerAttribute[int]()
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *, consume_concurrency: int = 20,
                  max_reconsume_times: int | None = None, local_retry_delay: float = 5.0,
                  suspend_current_queue_time: float = 1.0, pull_batch_size: int = 32,
                  pull_threshold_for_queue: int = 1000, pull_threshold_size_for_queue: int = 100,
                  pull_threshold_for_topic: int = -1, pull_threshold_size_for_topic: int = -1,
                  consume_concurrently_max_span: int = 2000, **kwargs: object) -> None:
-        # enable_msg_trace / custom_trace_topic (kwargs): SubBefore and SubAfter around every
+        # The other keyword arguments are LitePullConsumer's (MQConsumerInner's settings), among
+        # them enable_msg_trace / custom_trace_topic: SubBefore and SubAfter around every
         # listener call, as DefaultMQPushConsumer's ConsumeMessageTraceHookImpl writes them.
-        # type-ignored: the other keyword arguments are the base consumer's (**kwargs: object to mypy)
-        super().__init__(group, namesrv_addr, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
+        # type-ignored: **kwargs is object to mypy
+        self._inner = inner = MQConsumerInner(
+            group, namesrv_addr, consume_type=ConsumeType.CONSUME_PASSIVELY, deliver=self._deliver,
+            flow_control=self._flow_control_delay, pull_batch_size=pull_batch_size, **kwargs)  # type: ignore[arg-type]
+        self.group, self.config, self.strategy, self.subscriptions = (
+            group, inner.config, inner.strategy, inner.subscriptions)
         # Flow control, with DefaultMQPushConsumer's names and defaults: a queue is not pulled
         # while it caches this many messages or MiB (the topic limits, when set, are shared
         # out among the topic's queues), or while its oldest and newest cached offsets are
@@ -155,8 +121,15 @@ class PushConsumer(LitePullConsumer):
         self._orderly: OrderlyListener | None = None
         self._slots = asyncio.Semaphore(consume_concurrency)
         self._inner_producer: Producer | None = None
-        # Orderly: queue -> when the broker last granted us its lock.
-        self._locks: dict[MessageQueue, float] = {}
+
+    @property
+    def _locks(self) -> dict[MessageQueue, float]:
+        """Orderly: queue -> when the broker last granted us its lock."""
+        rebalance = self._inner.rebalance
+        return rebalance.lock_table if rebalance is not None else {}
+
+    def _require_started(self) -> MQClientInstance:
+        return self._inner.require_started()
 
     def register_message_listener(self, listener: ConcurrentListener) -> None:
         self._listener = listener
@@ -171,189 +144,147 @@ class PushConsumer(LitePullConsumer):
             return self.max_reconsume_times
         return ORDERLY_MAX_RECONSUME_TIMES if self._orderly is not None else DEFAULT_MAX_RECONSUME_TIMES
 
+    def subscribe(self, topic: str, expression: str | MessageSelector = SUB_ALL) -> None:
+        """A tag expression (``"A || B"``, ``*``) or a MessageSelector (``MessageSelector.by_sql``)."""
+        self._inner.subscribe(topic, expression)
+
     async def start(self) -> None:
         if self._listener is None and self._orderly is None:
             raise ValueError("register a message listener before start()")
-        if self.message_model == MessageModel.CLUSTERING:
+        inner = self._inner
+        if inner.instance is not None:
+            return
+        if inner.message_model == MessageModel.CLUSTERING:
             # Java's copySubscription: failed messages come back through the group's retry topic.
             self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
-        await super().start()
+        inner.consume_orderly = self._orderly is not None
+        inner.consume_thread_count = self.consume_concurrency
+        await inner.start()
         if self._orderly is not None:
-            self._tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
+            inner.tasks.append(asyncio.get_running_loop().create_task(self._lock_loop()))
 
     async def shutdown(self) -> None:
-        instance = self._instance
-        if instance is None:
+        inner = self._inner
+        if inner.instance is None:
             return
         # Stop pulling, let the listener calls under way finish (bounded), then commit.
         self._stopping = True
-        deadline = self._shutdown_deadline()  # one bound for every step, brokers up or not
+        deadline = inner.shutdown_deadline()  # one bound for every step, brokers up or not
         if self._consuming:
             _, stuck = await asyncio.wait(set(self._consuming), timeout=max(deadline - time.monotonic(), 0.01))
             for task in stuck:
                 task.cancel()
             if stuck:
                 log.warning("%d listener calls of %s still running after %.0f s were cancelled", len(stuck),
-                            self.group, self.shutdown_timeout)
-        if self._orderly is not None:
+                            self.group, inner.shutdown_timeout)
+        if self._orderly is not None and inner.rebalance is not None:
             try:
-                await asyncio.wait_for(self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, list(self._locks)),
+                await asyncio.wait_for(inner.rebalance.unlock(list(self._locks)),
                                        max(deadline - time.monotonic(), 0.01))
             except TimeoutError:
                 log.warning("unlock of %s's queues cut short by its shutdown timeout", self.group)
-        await super().shutdown()
+        await inner.shutdown()
         if self._inner_producer is not None:
             await self._inner_producer.shutdown()
             self._inner_producer = None
         self._stopping = False
 
-    async def rebalance(self) -> None:
-        before = set(self._queues)
-        await super().rebalance()
-        instance = self._instance
-        if self._orderly is not None and instance is not None:
-            removed = [mq for mq in before if mq not in self._queues]
-            if removed:
-                await self._lock_request(instance, RequestCode.UNLOCK_BATCH_MQ, removed)
-            await self.lock_all()
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
 
-    # -- orderly locks (docs/behaviours.md#orderly-consumption-locks) --------------------------------------
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def commit(self) -> None:
+        await self._inner.commit()
+
+    def committed_offsets(self) -> dict[MessageQueue, int]:
+        return self._inner.committed_offsets()
+
+    # -- rebalancing and orderly locks (docs/behaviours.md#orderly-consumption-locks) ----------------------
+
+    async def rebalance(self) -> None:
+        """Rebalance now, as on NOTIFY_CONSUMER_IDS_CHANGED; an orderly consumer then locks its queues."""
+        await self._inner.require_rebalance().do_rebalance()
+
+    def assignment(self) -> list[MessageQueue]:
+        return sorted(self._inner.process_queue_table)
 
     async def lock_all(self) -> None:
-        instance = self._instance
-        if instance is None:
-            return
-        granted = await self._lock_request(instance, RequestCode.LOCK_BATCH_MQ, list(self._queues))
-        now = time.monotonic()
-        for mq in list(self._locks):
-            if mq not in granted:
-                del self._locks[mq]
-        for mq in granted:
-            self._locks[mq] = now
-
-    def _holds_lock(self, mq: MessageQueue) -> bool:
-        # The client treats a lock as lost 30 s after its last grant (the broker keeps it 60 s).
-        granted = self._locks.get(mq)
-        return granted is not None and time.monotonic() - granted < CLIENT_LOCK_MAX_LIVE_TIME
-
-    async def _lock_request(self, instance: MQClientInstance, code: int, queues: list[MessageQueue]
-                            ) -> set[MessageQueue]:
-        granted: set[MessageQueue] = set()
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in queues:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for broker, mqs in by_broker.items():
-            body = LockBatchRequestBody(clientId=instance.client_id, consumerGroup=self.group, mqSet=[
-                MessageQueueBody(brokerName=m.broker_name, queueId=m.queue_id, topic=m.topic) for m in mqs])
-            try:
-                addr = await instance.master_addr(mqs[0].topic, broker)
-                r = await instance.remoting.invoke(addr, RemotingCommand.request(code, None, body.encode()),
-                                                   instance.config.mq_client_api_timeout)
-            except (MQClientError, RemotingError) as exc:
-                log.warning("%s at %s failed: %s", "lock" if code == RequestCode.LOCK_BATCH_MQ else "unlock",
-                            broker, exc)
-                continue
-            if code == RequestCode.LOCK_BATCH_MQ and r.code == ResponseCode.SUCCESS and r.body:
-                granted |= {MessageQueue(m.topic, m.brokerName, m.queueId)
-                            for m in LockBatchResponseBody.decode(r.body).lockOKMQSet}
-        return granted
+        if self._inner.instance is not None and self._inner.rebalance is not None:
+            await self._inner.rebalance.lock_all()
 
     async def _lock_loop(self) -> None:
         while True:
             await asyncio.sleep(LOCK_INTERVAL)
             await self.lock_all()
 
-    def heartbeat_data(self) -> tuple[list[ProducerData], list[ConsumerData]]:
-        _, consumers = super().heartbeat_data()
-        for data in consumers:
-            data.consumeType = ConsumeType.CONSUME_PASSIVELY
-        return [], consumers
+    # -- pulling ----------------------------------------------------------------------------
 
-    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
-        raise TypeError("a PushConsumer delivers to its listener; use LitePullConsumer to poll")
-
-    def _flow_control_delay(self, state: _QueueState) -> float:
+    def _flow_control_delay(self, pq: ProcessQueue) -> float:
+        """Seconds to wait before this queue's next pull (0: pull now), counting what it caches."""
         if self._stopping:
             return 1.0
-        pq = state.process
-        if pq is None or not pq.msgs:
+        if not pq.msgs:
             return 0.0
-        count_limit, size_limit = self._queue_limits(state.mq.topic)
+        count_limit, size_limit = self._queue_limits(pq.mq.topic)
         if pq.count > count_limit or pq.size > size_limit * 1024 * 1024:
             self.queue_flow_control_times += 1
             if self.queue_flow_control_times % 1000 == 1:
                 log.warning("the cached message count exceeds the threshold %d, or its size exceeds %d MiB, so "
                             "do flow control, minOffset=%d, maxOffset=%d, count=%d, size=%d MiB, pullRequest=%s, "
                             "flowControlTimes=%d", count_limit, size_limit, next(iter(pq.msgs)), pq.max_offset,
-                            pq.count, pq.size // (1024 * 1024), state.mq, self.queue_flow_control_times)
+                            pq.count, pq.size // (1024 * 1024), pq.mq, self.queue_flow_control_times)
             return PULL_TIME_DELAY_WHEN_FLOW_CONTROL
         if self._orderly is None and pq.span > self.consume_concurrently_max_span:
             self.queue_max_span_flow_control_times += 1
             if self.queue_max_span_flow_control_times % 1000 == 1:
                 log.warning("the queue's messages, span too long, so do flow control, minOffset=%d, maxOffset=%d, "
                             "maxSpan=%d, pullRequest=%s, flowControlTimes=%d", next(iter(pq.msgs)),
-                            pq.max_offset, pq.span, state.mq, self.queue_max_span_flow_control_times)
+                            pq.max_offset, pq.span, pq.mq, self.queue_max_span_flow_control_times)
             return PULL_TIME_DELAY_WHEN_FLOW_CONTROL
         return 0.0
-
-    # -- GET_CONSUMER_RUNNING_INFO ----------------------------------------------------------
-
-    def _is_orderly(self) -> bool:
-        return self._orderly is not None
-
-    def _threadpool_core_size(self) -> int:
-        return self.consume_concurrency
-
-    def _queue_info(self, state: _QueueState) -> dict[str, object]:
-        pq: ProcessQueue | None = state.process
-        locked = state.mq in self._locks
-        if pq is None or not pq.count:
-            return process_queue_info(max(state.consumed_offset, 0), locked=locked)
-        return process_queue_info(max(state.consumed_offset, 0), next(iter(pq.msgs)), pq.max_offset, pq.count,
-                                  pq.size // (1024 * 1024), locked=locked)
 
     def _queue_limits(self, topic: str) -> tuple[int, int]:
         """Per-queue count and MiB limits; a topic-wide limit is shared by the topic's queues."""
         count, size = self.pull_threshold_for_queue, self.pull_threshold_size_for_queue
-        queues = sum(1 for mq in self._queues if mq.topic == topic) or 1
+        queues = sum(1 for mq in self._inner.process_queue_table if mq.topic == topic) or 1
         if self.pull_threshold_for_topic != -1:
             count = max(1, self.pull_threshold_for_topic // queues)
         if self.pull_threshold_size_for_topic != -1:
             size = max(1, self.pull_threshold_size_for_topic // queues)
         return count, size
 
-    async def _deliver(self, state: _QueueState, msgs: list[MessageExt]) -> None:
-        if state.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+    async def _deliver(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        if pq.mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             for msg in msgs:  # Java's resetRetryAndNamespace: the listener sees the original topic
                 msg.topic = msg.properties.get(MessageConst.RETRY_TOPIC) or msg.topic
         if self._orderly is not None:
             # One batch of a queue at a time, in order: the next pull waits for it.
-            await self._consume_orderly(state, msgs)
-            state.consumed_offset = msgs[-1].queue_offset + 1
+            await self._consume_orderly(pq, msgs)
+            pq.consumed_offset = msgs[-1].queue_offset + 1
             return
         # Concurrently: the batch joins the queue's ProcessQueue and the pull loop goes on
         # (flow control holds it back); the offset moves as the lowest pending message is done.
-        pq = state.process
-        if pq is None:
-            pq = state.process = ProcessQueue()
         pq.put(msgs)
         loop = asyncio.get_running_loop()
         for msg in msgs:
-            task = loop.create_task(self._consume_and_ack(state, pq, msg))
+            task = loop.create_task(self._consume_and_ack(pq, msg))
             self._consuming.add(task)
             task.add_done_callback(self._consuming.discard)
 
-    async def _consume_and_ack(self, state: _QueueState, pq: ProcessQueue, msg: MessageExt) -> None:
-        await self._consume_one(state.mq, msg)
+    async def _consume_and_ack(self, pq: ProcessQueue, msg: MessageExt) -> None:
+        await self._consume_one(pq.mq, msg)
         offset = pq.remove(msg)
-        if self._queues.get(state.mq) is state:  # not a queue rebalanced away meanwhile
-            state.consumed_offset = max(state.consumed_offset, offset)
+        if self._inner.process_queue_table.get(pq.mq) is pq:  # not a queue rebalanced away meanwhile
+            pq.consumed_offset = max(pq.consumed_offset, offset)
 
     async def _consume_one(self, mq: MessageQueue, msg: MessageExt) -> None:
         assert self._listener is not None
         while True:
             async with self._slots:
-                trace = self._trace
+                trace = self._inner.trace
                 before = consume_message_before(trace, self.group, [msg]) if trace is not None else None
                 return_type = ConsumeReturnType.SUCCESS
                 try:
@@ -366,7 +297,7 @@ class PushConsumer(LitePullConsumer):
                                          return_type)
             if status == ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
                 return
-            if self.message_model == MessageModel.BROADCASTING:
+            if self._inner.message_model == MessageModel.BROADCASTING:
                 log.warning("BROADCASTING, the message %s consume failed, drop it", msg.msg_id)
                 return
             if await self.send_message_back(mq, msg, 0) or await self._resend_to_retry_topic(msg):
@@ -380,17 +311,17 @@ class PushConsumer(LitePullConsumer):
     def _trace_consumed(self, before: TraceContext, success: bool, status: object,
                         return_type: ConsumeReturnType) -> None:
         """SubAfter, with Java's return type: RETURNNULL for None, FAILED for a failure status."""
-        assert self._trace is not None
+        assert self._inner.trace is not None
         if return_type is ConsumeReturnType.SUCCESS and not success:
             return_type = ConsumeReturnType.RETURNNULL if status is None else ConsumeReturnType.FAILED
-        consume_message_after(self._trace, before, 1, success, return_type)
+        consume_message_after(self._inner.trace, before, 1, success, return_type)
 
     async def send_message_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK to the broker the message came from; False when it failed.
 
         ``delay_level`` 0 lets the broker pick ``3 + reconsumeTimes``; -1 sends it to the DLQ.
         """
-        instance = self._instance
+        instance = self._inner.instance
         if instance is None:
             return False
         header = {"offset": str(msg.commit_log_offset), "group": self.group, "delayLevel": str(delay_level),
@@ -432,16 +363,18 @@ class PushConsumer(LitePullConsumer):
             return False
         return True
 
-    async def _consume_orderly(self, state: _QueueState, msgs: list[MessageExt]) -> None:
+    async def _consume_orderly(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         assert self._orderly is not None
+        rebalance = self._inner.rebalance
+        assert rebalance is not None  # set by start, before the first pull
         # Only the lock holder consumes a queue: while another member still holds it (during a
         # rebalance), wait and retry the lock rather than consume out of turn.
-        while not self._holds_lock(state.mq):
+        while not rebalance.holds_lock(pq.mq):
             await asyncio.sleep(self.suspend_current_queue_time)
             await self.lock_all()
         for msg in msgs:
             while True:
-                trace = self._trace
+                trace = self._inner.trace
                 before = consume_message_before(trace, self.group, [msg]) if trace is not None else None
                 return_type = ConsumeReturnType.SUCCESS
                 try:
@@ -455,11 +388,11 @@ class PushConsumer(LitePullConsumer):
                 if status == ConsumeOrderlyStatus.SUCCESS:
                     break
                 if msg.reconsume_times >= self.effective_max_reconsume_times and \
-                        await self.send_message_back(state.mq, msg, -1):
+                        await self.send_message_back(pq.mq, msg, -1):
                     log.warning("message %s failed %d times in order; moved to the DLQ of %s", msg.msg_id,
                                 msg.reconsume_times + 1, self.group)
                     break
                 msg.reconsume_times += 1
                 # The queue is suspended in place: later messages wait, so order holds.
                 await asyncio.sleep(self.suspend_current_queue_time)
-            state.consumed_offset = msg.queue_offset + 1
+            pq.consumed_offset = msg.queue_offset + 1

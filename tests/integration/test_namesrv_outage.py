@@ -15,7 +15,7 @@ from tests.integration.daemons import DaemonSet
 from tests.waiting import wait_until
 
 
-def _fast(client: Producer | LitePullConsumer) -> None:
+def _fast(client: Producer | LitePullConsumer | PushConsumer) -> None:
     # Route polls every second instead of 30, so the clients really do ask a dead NameServer.
     client.config.poll_name_server_interval = 1.0
     client.config.heartbeat_broker_interval = 1.0

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from rocketmq_py.client.allocate import MessageQueue
-from rocketmq_py.client.lite_pull_consumer import _decode_pulled
+from rocketmq_py.client.pull_api_wrapper import decode_pulled as _decode_pulled
 from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     BatchEntry,
