@@ -202,10 +202,10 @@ class MQConsumerInner:
 
     async def shutdown(self) -> None:
         """Stop pulling, commit, unregister: all within ``shutdown_timeout``, brokers up or not."""
-        deadline = self.shutdown_deadline()
         instance, self.instance = self.instance, None
         if instance is None:
             return
+        deadline = self.shutdown_deadline()
         table = self.process_queue_table
         running = [*self.tasks, *(pq.task for pq in table.values() if pq.task)]
         for task in running:
