@@ -6,6 +6,8 @@ from __future__ import annotations
 import zlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.pull_api_wrapper import decode_pulled as _decode_pulled
@@ -14,6 +16,7 @@ from rocketmq_py.remoting.protocol.message import (
     BatchEntry,
     MessageExt,
     RecordError,
+    crc32,
     decode_record,
     decode_records,
     encode_batch,
@@ -74,3 +77,12 @@ def test_batch_bodies_split_back_into_their_entries() -> None:
     for broken in (body[:-1], body + b"\x00" * 5, body[:10], b"\x7f" + body[1:]):
         with pytest.raises(RecordError):
             split_batch(broken)
+
+
+@given(st.binary(max_size=4096), st.integers(0, 64), st.integers(0, 64))
+def test_the_body_checksum_is_zlibs_crc32(data: bytes, start: int, cut: int) -> None:
+    """The stored BODYCRC is Java's CRC32 (zlib's): whichever implementation ``crc32`` is (ISA-L's
+    where installed), on bytes and on the memoryviews records are built and checked from."""
+    assert crc32(data) == zlib.crc32(data)
+    view = memoryview(data)[start:len(data) - cut]
+    assert crc32(view) == zlib.crc32(view)
