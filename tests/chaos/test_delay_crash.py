@@ -14,7 +14,7 @@ from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushCons
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.integration.conftest import running_daemons
+from tests.conftest import running_daemons
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.integration.conftest import running_daemons
+from tests.conftest import running_daemons
 from tests.integration.daemons import ROOT, Daemon
 
 webdriver = pytest.importorskip("selenium.webdriver")

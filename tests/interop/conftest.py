@@ -1,4 +1,5 @@
-"""Official clients against real daemons: one NameServer and one Broker per test module.
+"""Official clients against real daemons: one NameServer and one Broker per test module, from the
+shared ``cluster`` fixture (tests/conftest.py).
 
 Each test uses fresh topic and group names (``names``), so tests of a module share the daemons
 without seeing each other's messages. The retry and delay levels are shortened
@@ -15,29 +16,18 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.integration.conftest import running_cluster
-from tests.integration.daemons import Daemon
+from tests.conftest import Cluster
+from tests.interop.cpp_process import CppClients, require_cpp_client
 
 # Level 1 is 1 s, level 2 is 2 s (the delay test's level), every later level 1 s: a message a
 # consumer sends back (level 3 + reconsume times) is redelivered a second later.
 DELAY_LEVELS = "1s 2s " + " ".join(["1s"] * 16)
 
 
-@dataclass
-class Cluster:
-    namesrv: Daemon
-    broker: Daemon
-
-    @property
-    def namesrv_addr(self) -> str:
-        return self.namesrv.addr
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running_cluster(str(tmp_path_factory.mktemp("interop-daemons")), f"messageDelayLevel={DELAY_LEVELS}",
-                         "enablePropertyFilter=true") as (ns, broker):
-        yield Cluster(ns, broker)
+def broker_options() -> tuple[str, ...]:
+    """Every interop module's broker: short delay levels and property filters."""
+    return (f"messageDelayLevel={DELAY_LEVELS}", "enablePropertyFilter=true")
 
 
 @dataclass
@@ -61,3 +51,15 @@ def client_home(tmp_path: str) -> str:
     home = os.path.join(str(tmp_path), "client-home")
     os.makedirs(home, exist_ok=True)
     return home
+
+
+@pytest.fixture
+def cpp(cluster: Cluster, client_home: str) -> Iterator[CppClients]:
+    """The C++ client's scenarios pointed at the module's NameServer; any still running at the
+    end of the test is killed. Skips where librocketmq cannot load."""
+    require_cpp_client()
+    clients = CppClients(cluster.namesrv_addr, client_home)
+    try:
+        yield clients
+    finally:
+        clients.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.integration.daemons import ROOT
 
 # The wheel (rocketmq 0.4.4, a dev dependency) carries librocketmq built for Linux x86-64 only.
 SUPPORTED_PLATFORM = sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")

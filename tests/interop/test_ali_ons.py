@@ -41,9 +41,9 @@ from typing import Any
 import pytest
 
 from rocketmq_py.client import Admin
+from tests.conftest import Cluster
 from tests.integration.daemons import Daemon
 from tests.interop.ali_ons import Event, NodeScript, Scripts, body, fresh
-from tests.interop.conftest import Cluster
 from tests.waiting import wait_for_async
 
 

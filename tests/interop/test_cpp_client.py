@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
@@ -21,52 +21,15 @@ from rocketmq_py.remoting import RemotingClient
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.protocol.heartbeat import LockBatchRequestBody, LockBatchResponseBody, MessageQueueBody
-from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, MessageExt
+from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG
 from rocketmq_py.remoting.protocol.topic import retry_topic
+from tests.conftest import Cluster
 from tests.interop.bodies import body_of, digest
-from tests.interop.conftest import Cluster, Names
-from tests.interop.cpp_process import CppClients, require_cpp_client
+from tests.interop.broker_calls import QUEUES, admin, create_topic, stored
+from tests.interop.conftest import Names
+from tests.interop.cpp_process import CppClients
 
-QUEUES = 4
 T = TypeVar("T")
-
-
-@pytest.fixture
-def cpp(cluster: Cluster, client_home: str) -> Iterator[CppClients]:
-    require_cpp_client()
-    clients = CppClients(cluster.namesrv_addr, client_home)
-    try:
-        yield clients
-    finally:
-        clients.close()
-
-
-def admin(cluster: Cluster, call: Callable[[Admin], Awaitable[T]]) -> T:
-    async def run() -> T:
-        async with Admin(cluster.namesrv_addr) as a:
-            return await call(a)
-
-    return asyncio.run(run())
-
-
-def create_topic(cluster: Cluster, topic: str, order: bool = False) -> None:
-    admin(cluster, lambda a: a.create_topic(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES, order=order))
-
-
-def stored(cluster: Cluster, topic: str, queues: int = QUEUES) -> list[MessageExt]:
-    """Every message the broker holds in ``topic``, queue by queue, as a pull returns it."""
-    async def read(a: Admin) -> list[MessageExt]:
-        out: list[MessageExt] = []
-        for qid in range(queues):
-            offset = 0
-            for _ in range(100):
-                msgs, offset = await a.pull_messages(topic, "broker-a", qid, offset)
-                if not msgs:
-                    break
-                out.extend(msgs)
-        return out
-
-    return admin(cluster, read)
 
 
 def committed(cluster: Cluster, group: str, topic: str) -> dict[int, int]:

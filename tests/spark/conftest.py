@@ -1,4 +1,5 @@
-"""One local[2] SparkSession and one NameServer + Broker for the whole Spark suite.
+"""One local[2] SparkSession for the whole Spark suite; the daemons come from the shared
+fixtures of tests/conftest.py (``cluster``: one NameServer and broker per module).
 
 A SparkSession costs seconds to start, so the suite shares one (the issue asks for one per test
 session); tests use their own topics. Tests that need a broker with special settings (retention,
@@ -18,10 +19,6 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.message import Message, SendResult
 from rocketmq_py.client.sync import BlockingProducer, run_sync
-from tests.integration.conftest import (
-    daemons,  # noqa: F401  (the per-test cluster fixture)
-    running_cluster,
-)
 from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
 pyspark = pytest.importorskip("pyspark", reason="the spark extra is not installed")
@@ -48,12 +45,6 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon]]:
-    with running_cluster(str(tmp_path_factory.mktemp("spark-daemons"))) as pair:
-        yield pair
 
 
 async def _create(namesrv: str, topic: str, broker_addr: str, queues: int) -> None:
