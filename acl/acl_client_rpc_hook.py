@@ -57,5 +57,6 @@ class AclClientRPCHook:
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
         sign_request(request, self.credentials)
 
-    def do_after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand | None) -> None:
         return None

@@ -24,7 +24,6 @@ from rocketmq_py.acl.session_credentials import ACCESS_KEY
 from rocketmq_py.common.refusal_log import RefusalLog
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.server import RemotingServer
 
 log = logging.getLogger("rocketmq.acl")
@@ -53,9 +52,10 @@ class PlainAccessValidator:
         return cls(manager)
 
     def install(self, *servers: RemotingServer) -> None:
-        """Check every request of ``servers`` from now on."""
+        """Check every request of ``servers`` from now on: the validator is their RPC hook, as
+        Java's BrokerController.initialAcl registers one whose doBeforeRequest validates."""
         for server in servers:
-            server.processors.access_check = self.check
+            server.processors.register_rpc_hook(self)
 
     def start(self) -> None:
         if self._watch is None:
@@ -66,17 +66,21 @@ class PlainAccessValidator:
             self._watch.cancel()
             self._watch = None
 
-    def check(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> RemotingCommand | None:
         """None when ``request`` may go to its processor; else the refusal to answer with."""
         try:
-            self.manager.validate(parse(request, conn.remote_addr))
+            self.manager.validate(parse(request, remote_addr))
         except AclException as exc:
             reason = str(exc)
         except Exception as exc:  # a fault of the check itself: refuse rather than let through
-            log.exception("ACL check of request code %s from %s failed", request.code, conn.remote_addr)
+            log.exception("ACL check of request code %s from %s failed", request.code, remote_addr)
             reason = f"ACL check failed: {type(exc).__name__}: {exc}"
         else:
             return None
         account = (request.ext_fields or {}).get(ACCESS_KEY) or "(none)"
-        self.refusals.refused(conn.remote_addr, request.code, f"ACL: accessKey={account}: {reason}")
+        self.refusals.refused(remote_addr, request.code, f"ACL: accessKey={account}: {reason}")
         return request.response(ResponseCode.NO_PERMISSION, REMARK_PREFIX + reason)
+
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand | None) -> None:
+        """Nothing: the check is all before the processor."""

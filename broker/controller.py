@@ -110,6 +110,8 @@ class BrokerController:
             self.message_store.ha_service.server_ssl = server_ssl_context(self.server_config)
         if self.server_config.tls_enable:
             self.message_store.ha_service.ha_client.client_ssl = client_ssl_context(self.server_config)
+        # The processors reached from outside the table: for their hooks (metrics), held pulls
+        self.send_processor = SendMessageProcessor(self)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(self.pull_processor.execute_held,
                                                 self.message_store.get_max_offset_in_queue,
@@ -149,7 +151,7 @@ class BrokerController:
         - 2``) has the same rows but PULL_MESSAGE: it exists so sends never queue behind pulls.
         Sends and pulls may have 4,096 in flight (Java's larger send and pull pools); the rest the
         table's default."""
-        send = SendMessageProcessor(self)
+        send = self.send_processor
         consumer_manage = ConsumerManageProcessor(self)
         query = QueryMessageProcessor(self)
         client_manage = ClientManageProcessor(self)

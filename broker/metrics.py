@@ -9,10 +9,12 @@ names, labels and units are listed in docs/metrics.md, so RocketMQ 5's dashboard
 
 Everything is a counter, a histogram or a gauge of current state: no figure is "since the last
 scrape", so any number of scrapers read the same values and Prometheus computes the rates. The
-counters are kept by hooks installed only when metrics are on (a broker without ``metricsPort``
-pays nothing): a successful send adds to its topic's ``messages_in`` and ``throughput_in``, a pull
-to its topic and group's ``messages_out`` and ``throughput_out`` (each one dictionary add per
-request); the rest is read from the broker's own tables at scrape time.
+counters are kept by hooks registered only when metrics are on (a broker without ``metricsPort``
+pays nothing): the send processor's SendMessageHook and the pull processor's ConsumeMessageHook
+(broker/mqtrace.py), beside the servers' RPC hook for rpc latency. A successful send adds to
+its topic's ``messages_in`` and ``throughput_in``, a pull to its topic and group's
+``messages_out`` and ``throughput_out`` (each one dictionary add per request); the rest is read
+from the broker's own tables at scrape time.
 """
 
 from __future__ import annotations
@@ -30,21 +32,18 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from rocketmq_py.broker.mqtrace import ConsumeMessageContext, SendMessageContext
 from rocketmq_py.common.metrics import Buckets, HistogramSeries, MetricsHttpServer
 from rocketmq_py.common.version import version_desc
-from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from rocketmq_py.remoting.codes import LanguageCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.metrics import RequestObserver, RpcLatency, instrument_server
-from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2
+from rocketmq_py.remoting.metrics import RpcLatency, RpcLatencyHook
 from rocketmq_py.remoting.protocol.topic_validator import is_system_topic
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.client_channel import ClientChannelInfo
     from rocketmq_py.broker.controller import BrokerController
 
-_SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
-_V2_TOPIC = SendMessageRequestHeaderV2.wire_key("topic")
-_V2_PROPERTIES = SendMessageRequestHeaderV2.wire_key("properties")
 _I32 = struct.Struct(">i")
 # BrokerMetricsManager's message-size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 MESSAGE_SIZE_BUCKETS = (1024.0, 4096.0, 524288.0, 1048576.0, 2097152.0, 4194304.0)
@@ -112,22 +111,18 @@ class BrokerMetricsCollector(Collector):
 
     # -- hooks, installed only when metrics are on -------------------------------------------
 
-    def on_send(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if response is None or response.code != ResponseCode.SUCCESS or not request.body:
+    def on_send(self, context: SendMessageContext) -> None:
+        response, body = context.response, context.request.body
+        if response is None or response.code != ResponseCode.SUCCESS or not body:
             return
-        ext = request.ext_fields or {}
-        if request.code == RequestCode.SEND_MESSAGE:
-            topic, properties = ext.get("topic", ""), ext.get("properties", "")
-        else:
-            topic, properties = ext.get(_V2_TOPIC, ""), ext.get(_V2_PROPERTIES, "")
+        topic, properties = context.topic, context.msg_props
         kind = message_type(properties) if properties and _MAYBE_TYPED.search(properties) else "normal"
         row = self._in_rows.get((topic, kind))
         if row is None:
             row = self._in_row(topic, kind)
             if row is None:
                 return
-        body = request.body
-        count = count_records(body) if request.code == RequestCode.SEND_BATCH_MESSAGE else 1
+        count = count_records(body) if context.batch else 1
         counts = row[0]
         counts[0] += count
         counts[1] += len(body)
@@ -305,25 +300,47 @@ def _counter(name: str, doc: str, node: list[str], rows: Iterable[tuple[tuple[st
     return family
 
 
-class PullMetricsHook:
-    """The pull processor's hook for metrics. Held long polls are answered through the processor's
-    ``pull`` as well (execute_held), not through the processor table, so counting here sees every
-    message a consumer gets. A pull the broker holds is timed from its arrival to the re-run that
-    answers it, and counted in rpc latency then, with is_long_polling="true"."""
+class SendMetricsHook:
+    """The send processor's hook for metrics: each successful send counted in."""
+
+    def __init__(self, collector: BrokerMetricsCollector) -> None:
+        self._collector = collector
+
+    def hook_name(self) -> str:
+        return "SendMetricsHook"
+
+    def send_message_before(self, context: SendMessageContext) -> None:
+        pass
+
+    def send_message_after(self, context: SendMessageContext) -> None:
+        self._collector.on_send(context)
+
+
+class ConsumeMetricsHook:
+    """The pull processor's hook for metrics: every message a consumer gets counted out. A pull
+    the broker holds is answered by its re-run outside the processor table, so the servers' rpc
+    latency hook never sees its answer: it is timed here, from its arrival to that re-run, and
+    counted in rpc latency then, with is_long_polling="true"."""
 
     def __init__(self, collector: BrokerMetricsCollector) -> None:
         self._collector = collector
         self._held: dict[int, float] = {}
 
-    def pull_done(self, request: RemotingCommand, response: RemotingCommand | None, allow_suspend: bool,
-                  started: float) -> None:
+    def hook_name(self) -> str:
+        return "ConsumeMetricsHook"
+
+    def consume_message_before(self, context: ConsumeMessageContext) -> None:
+        pass
+
+    def consume_message_after(self, context: ConsumeMessageContext) -> None:
+        request, response = context.request, context.response
         self._collector.on_pull(request, response)
         held = self._held
-        if allow_suspend:
+        if context.allow_suspend:
             if response is None:
                 if len(held) > MAX_HELD_TIMED:  # held pulls never answered (cannot happen): bounded anyway
                     held.clear()
-                held[id(request)] = started
+                held[id(request)] = context.started
         else:
             since = held.pop(id(request), None)
             if since is not None and response is not None:
@@ -340,10 +357,11 @@ class BrokerMetrics:
         self.collector = BrokerMetricsCollector(broker)
         self.registry.register(self.collector)
         ProcessCollector(registry=self.registry)
-        observers: dict[int, RequestObserver] = {int(code): self.collector.on_send for code in _SEND_CODES}
+        latency = RpcLatencyHook(self.collector.rpc_latency)
         for server in (broker.remoting_server, broker.fast_server):
-            instrument_server(server, self.collector.rpc_latency, observers)
-        broker.pull_processor.hooks.append(PullMetricsHook(self.collector))
+            server.register_rpc_hook(latency)
+        broker.send_processor.register_send_message_hook(SendMetricsHook(self.collector))
+        broker.pull_processor.register_consume_message_hook(ConsumeMetricsHook(self.collector))
         self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
 
     async def start(self) -> None:

@@ -17,7 +17,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from rocketmq_py.common.metrics import MetricsHttpServer
-from rocketmq_py.remoting.metrics import RpcLatency, instrument_server
+from rocketmq_py.remoting.metrics import RpcLatency, RpcLatencyHook
 
 if TYPE_CHECKING:
     from rocketmq_py.namesrv.controller import NamesrvController
@@ -69,7 +69,7 @@ class NamesrvMetrics:
         collector = NamesrvMetricsCollector(controller)
         self.registry.register(collector)
         ProcessCollector(registry=self.registry)
-        instrument_server(controller.remoting_server, collector.rpc_latency)
+        controller.remoting_server.register_rpc_hook(RpcLatencyHook(collector.rpc_latency))
         self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
 
     async def start(self) -> None:

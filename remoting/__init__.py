@@ -1,6 +1,6 @@
 """RocketMQ-compatible remoting: commands, framing, header codecs, codes, server and client."""
 
-from rocketmq_py.remoting.client import ClientConfig, RemotingClient, RPCHook
+from rocketmq_py.remoting.client import ClientConfig, RemotingClient
 from rocketmq_py.remoting.codes import CURRENT_VERSION, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
@@ -14,6 +14,7 @@ from rocketmq_py.remoting.exceptions import (
 from rocketmq_py.remoting.frame import FrameDecoder, FrameError, encode_frame
 from rocketmq_py.remoting.header import CommandHeader, HeaderError, Int32, Int64, wire
 from rocketmq_py.remoting.processor import RequestProcessor
+from rocketmq_py.remoting.rpc_hook import RPCHook
 from rocketmq_py.remoting.server import RemotingServer, ServerConfig
 
 __all__ = [

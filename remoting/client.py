@@ -14,7 +14,6 @@ import ssl
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS, busy_poller
 from rocketmq_py.remoting.command import RemotingCommand
@@ -22,14 +21,9 @@ from rocketmq_py.remoting.connection import DEFAULT_MAX_PENDING, ConnectionEvent
 from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.rpc_hook import RPCHook
 
 log = logging.getLogger("rocketmq.remoting")
-
-
-class RPCHook(Protocol):
-    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None: ...
-    def do_after_response(self, remote_addr: str, request: RemotingCommand,
-                          response: RemotingCommand) -> None: ...
 
 
 @dataclass

@@ -1,25 +1,18 @@
 """RocketMQ 5's rpc latency histogram (RemotingMetricsManager's, only the codes seen), and the
-timing of each processor that feeds it; the exporter serving it is common/metrics.py's.
+RPC hook that feeds it; the exporter serving it is common/metrics.py's.
 
-Why wrap processors rather than time every dispatch: a daemon without ``metricsPort`` must not
-pay a single extra call per request, so the timing wrappers are installed only when metrics are
-on (``ProcessorTable.wrap_processors``).
+Requests are timed by an RPC hook (``RpcLatencyHook``) registered only when metrics are on: a
+daemon without ``metricsPort`` has an empty hook list, checked once per request, and calls
+nothing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from rocketmq_py.common.metrics import Buckets, HistogramSeries
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
-
-if TYPE_CHECKING:
-    from rocketmq_py.remoting.connection import RemotingConnection
-    from rocketmq_py.remoting.server import RemotingServer
 
 # RemotingMetricsManager's buckets for rocketmq_rpc_latency, in milliseconds (docs/metrics.md).
 RPC_LATENCY_BUCKETS_MS = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
@@ -61,57 +54,25 @@ class RpcLatency(HistogramSeries):
         buckets.observe(elapsed_ms)
 
 
-RequestObserver = Callable[[RemotingCommand, RemotingCommand | None], None]
+class RpcLatencyHook:
+    """The RPC hook that times every request a server's table dispatches, from its hooks'
+    ``do_before_request`` to the answer (a oneway request's to its processor's end), into
+    ``rocketmq_rpc_latency``. A pull the broker holds is answered outside the table: the broker's
+    ConsumeMessageHook observes it when it is answered."""
 
+    __slots__ = ("_latency", "_started")
 
-class TimedProcessor(RequestProcessor):
-    """Times one row's processor; ``observe`` may also look at the request and its response."""
-
-    # ``process_requests`` is a slot, set only when the inner processor takes runs: the table
-    # asks for it, and a wrapper must not hide a run-taking processor nor invent one.
-    __slots__ = ("_inner", "_latency", "_observe", "process_requests")
-
-    def __init__(self, inner: RequestProcessor, latency: RpcLatency, observe: RequestObserver | None = None) -> None:
-        self._inner = inner
+    def __init__(self, latency: RpcLatency) -> None:
         self._latency = latency
-        self._observe = observe
-        if getattr(inner, "process_requests", None) is not None:
-            self.process_requests = self._process_run
+        # id(request) -> time.perf_counter() at do_before_request; the table tells do_after_response
+        # of every request whose hooks ran, so each entry leaves with its answer.
+        self._started: dict[int, float] = {}
 
-    def _process_run(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> list[ProcessorResult]:
-        """Each request of a run is observed with the run's time: what it waited for its answer."""
-        started = time.perf_counter()
-        # type-ignored: called only for processors the table marked as taking runs, which define process_requests
-        results = self._inner.process_requests(conn, requests)  # type: ignore[attr-defined]
-        return [self._observed(request, result, started) if result is None or type(result) is RemotingCommand
-                else self._awaited(request, result, started)
-                for request, result in zip(requests, results, strict=False)]
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+        self._started[id(request)] = time.perf_counter()
 
-    def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
-        started = time.perf_counter()
-        result = self._inner.process_request(conn, request)
-        if result is None or type(result) is RemotingCommand:
-            return self._observed(request, result, started)
-        # type-ignored: neither None nor a RemotingCommand is the awaitable (an exact-type test, not narrowed)
-        return self._awaited(request, result, started)  # type: ignore[arg-type]
-
-    async def _awaited(self, request: RemotingCommand, pending: Awaitable[RemotingCommand | None],
-                       started: float) -> RemotingCommand | None:
-        return self._observed(request, await pending, started)
-
-    def _observed(self, request: RemotingCommand, response: RemotingCommand | None,
-                  started: float) -> RemotingCommand | None:
-        self._latency.observe(request, response, (time.perf_counter() - started) * 1000.0)
-        if self._observe is not None:
-            self._observe(request, response)
-        return response
-
-    def reject_request(self) -> bool:
-        return self._inner.reject_request()
-
-
-def instrument_server(server: RemotingServer, latency: RpcLatency,
-                      observers: dict[int, RequestObserver] | None = None) -> None:
-    observers = observers or {}
-    server.processors.wrap_processors(
-        lambda code, p: TimedProcessor(p, latency, observers.get(code) if code is not None else None))
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand | None) -> None:
+        started = self._started.pop(id(request), None)
+        if started is not None:
+            self._latency.observe(request, response, (time.perf_counter() - started) * 1000.0)

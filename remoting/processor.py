@@ -5,6 +5,10 @@ a processor and a row. Instead of Java's executor per processor, each row has a 
 limit: a request arriving while the limit is reached is answered SYSTEM_BUSY at once (Java's
 "[OVERLOAD]" answer when a processor's pool is full), so overload is visible to clients rather
 than queued without bound.
+
+Code around every request -- the ACL check, the metrics' rpc latency -- is a list of RPC hooks
+(Java's ``RPCHook``, remoting/rpc_hook.py) the table calls, never a wrapper over a processor:
+a table without hooks checks the empty list and calls nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from rocketmq_py.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, Remoting
 
 if TYPE_CHECKING:
     from rocketmq_py.remoting.connection import RemotingConnection
+    from rocketmq_py.remoting.rpc_hook import RPCHook
 
 log = logging.getLogger("rocketmq.remoting")
 
@@ -55,9 +60,6 @@ class RequestProcessor:
 
 
 ProcessorFunc = Callable[["RemotingConnection", RemotingCommand], ProcessorResult]
-# A check run before every request's processor (ACL): None lets the request through, a command
-# is the refusal answered instead, and the processor never runs.
-AccessCheck = Callable[["RemotingConnection", RemotingCommand], RemotingCommand | None]
 ManyFunc = Callable[["RemotingConnection", list[RemotingCommand]], list[ProcessorResult]]
 
 
@@ -109,9 +111,9 @@ class ProcessorTable:
         # Every SYSTEM_ERROR answer (a body or header that cannot be read, a handler's failure)
         # is logged here, for every processor, rate-limited per code and address.
         self.refusals = RefusalLog(log)
-        # Java's server RPC hooks' doBeforeRequest, in the one place every request passes: set
-        # by a daemon with aclEnable=true (acl/plain_access_validator.py).
-        self.access_check: AccessCheck | None = None
+        # Java's server RPC hooks, called in the one place every request passes: the ACL check
+        # of a daemon with aclEnable=true, the rpc latency of one with metrics.
+        self.rpc_hooks: list[RPCHook] = []
 
     def register(self, code: int, processor: RequestProcessor | ProcessorFunc,
                  max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
@@ -121,13 +123,10 @@ class ProcessorTable:
                          max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
         self._default = _Row(_as_processor(processor), max_concurrency)
 
-    def wrap_processors(self, wrap: Callable[[int | None, RequestProcessor], RequestProcessor]) -> None:
-        """Replace every row's processor by ``wrap(code, processor)`` (code None: the default row).
-        Metrics use it once at start-up, so a daemon without metrics dispatches exactly as before."""
-        for code, row in self._rows.items():
-            row.processor = wrap(code, row.processor)
-        if self._default is not None:
-            self._default.processor = wrap(None, self._default.processor)
+    def register_rpc_hook(self, hook: RPCHook) -> None:
+        """Call ``hook`` around every request with a processor from now on, after the hooks
+        registered before it (Java's registerRPCHook)."""
+        self.rpc_hooks.append(hook)
 
     def codes(self) -> set[int]:
         """The request codes with a row of their own (the default row aside)."""
@@ -141,20 +140,18 @@ class ProcessorTable:
     def in_flight(self) -> int:
         return len(self._tasks)
 
-    def dispatch(self, conn: RemotingConnection, request: RemotingCommand, checked: bool = False) -> None:
-        """Hand ``request`` to its processor; ``checked``: the access check already passed it."""
+    def dispatch(self, conn: RemotingConnection, request: RemotingCommand, before_done: bool = False) -> None:
+        """Hand ``request`` to its processor; ``before_done``: the hooks' ``do_before_request``
+        already ran for it (dispatch_all calls them for a whole read first)."""
         row = self._rows.get(request.code) or self._default
         if row is None:
             # Java answers this even for oneway requests (docs/protocol.md#answering-requests).
             conn.write_command(request.response(
                 ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"))
             return
-        check = self.access_check
-        if check is not None and not checked:
-            refusal = check(conn, request)
-            if refusal is not None:
-                _answer(conn, request, refusal, self.refusals)
-                return
+        hooks = self.rpc_hooks
+        if hooks and not before_done and not self._before(conn, request):
+            return
         if (row.rejects is not None or row.in_flight >= row.limit) and not self._admitted(row, conn, request):
             return
         try:
@@ -162,6 +159,8 @@ class ProcessorTable:
         except Exception as exc:
             result = _failed(conn, request, exc)
         if result is None or type(result) is RemotingCommand:
+            if hooks:
+                self._after(conn, request, result)
             _answer(conn, request, result, self.refusals)
         else:
             # type-ignored: neither None nor a RemotingCommand is the awaitable (exact-type test, not narrowed)
@@ -169,29 +168,22 @@ class ProcessorTable:
 
     def dispatch_all(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> None:
         """The requests of one read, in order: each run of one code goes to its processor's
-        ``process_requests`` when it has one, the rest to ``dispatch``. Under an access check
-        every request is checked first and a refused one answered at once; the runs are made of
-        those let through."""
+        ``process_requests`` when it has one, the rest to ``dispatch``. With RPC hooks, every
+        request's ``do_before_request`` runs first and a refused one is answered at once; the
+        runs are made of those let through."""
         rows = self._rows
-        check = self.access_check
-        checked = check is not None
-        if check is not None:
-            allowed = []
-            for request in requests:
-                # a code without a processor is left to dispatch's REQUEST_CODE_NOT_SUPPORTED
-                refusal = check(conn, request) if request.code in rows or self._default is not None else None
-                if refusal is None:
-                    allowed.append(request)
-                else:
-                    _answer(conn, request, refusal, self.refusals)
-            requests = allowed
+        hooks = self.rpc_hooks
+        if hooks:
+            # a code without a processor is left to dispatch's REQUEST_CODE_NOT_SUPPORTED, unhooked
+            requests = [request for request in requests
+                        if (request.code not in rows and self._default is None) or self._before(conn, request)]
         i, n = 0, len(requests)
         while i < n:
             request = requests[i]
             code = request.code
             row = rows.get(code)
             if row is None or row.call_many is None or i + 1 == n or requests[i + 1].code != code:
-                self.dispatch(conn, request, checked)
+                self.dispatch(conn, request, bool(hooks))
                 i += 1
                 continue
             j = i + 2
@@ -207,35 +199,61 @@ class ProcessorTable:
                 # A processor's fault, not a request's: which of them were handled is unknown.
                 results = [_failed(conn, r, exc) for r in run]
             if not results:
-                self.dispatch(conn, request, checked)
+                self.dispatch(conn, request, bool(hooks))
                 i += 1
                 continue
             for request, result in zip(run, results, strict=False):
                 if result is None or type(result) is RemotingCommand:
+                    if hooks:
+                        self._after(conn, request, result)
                     _answer(conn, request, result, self.refusals)
                 else:
                     # type-ignored: neither None nor a RemotingCommand is the awaitable (exact-type test, not narrowed)
                     self._start(row, conn, request, result)  # type: ignore[arg-type]
             i += len(results)
 
-    @staticmethod
-    def _admitted(row: _Row, conn: RemotingConnection, request: RemotingCommand) -> bool:
+    def _before(self, conn: RemotingConnection, request: RemotingCommand) -> bool:
+        """False, having answered the refusal, when a hook's ``do_before_request`` refuses the
+        request (or raises: SYSTEM_ERROR); the hooks that ran before it are told the answer."""
+        hooks = self.rpc_hooks
+        addr = conn.remote_addr
+        for i, hook in enumerate(hooks):
+            try:
+                refusal = hook.do_before_request(addr, request)
+            except Exception as exc:
+                refusal = _failed(conn, request, exc)
+            if refusal is not None:
+                for earlier in hooks[:i]:
+                    _told(earlier, addr, request, refusal)
+                _answer(conn, request, refusal, self.refusals)
+                return False
+        return True
+
+    def _after(self, conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        addr = conn.remote_addr
+        for hook in self.rpc_hooks:
+            _told(hook, addr, request, response)
+
+    def _admitted(self, row: _Row, conn: RemotingConnection, request: RemotingCommand) -> bool:
         """False, having answered SYSTEM_BUSY, when the row turns requests away now."""
         rejects = row.rejects
         if rejects is not None and rejects():
-            conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
-            return False
-        if row.in_flight >= row.limit:
-            if not request.is_oneway:
-                conn.write_command(request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
-            return False
-        return True
+            busy: RemotingCommand | None = request.response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+        elif row.in_flight >= row.limit:
+            busy = None if request.is_oneway else request.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
+        else:
+            return True
+        if self.rpc_hooks:
+            self._after(conn, request, busy)
+        if busy is not None:
+            conn.write_command(busy)
+        return False
 
     def _start(self, row: _Row, conn: RemotingConnection, request: RemotingCommand,
                result: Awaitable[RemotingCommand | None]) -> None:
         """Answer when a handler's awaitable is done, running it inline until it first waits."""
         row.in_flight += 1
-        coro = self._run(row, conn, request, result, self.refusals)
+        coro = self._run(row, conn, request, result, self)
         if _NATIVE_EAGER:
             # type-ignored: eager_start is 3.12's; _NATIVE_EAGER says it exists
             task = asyncio.Task(coro, eager_start=True)  # type: ignore[call-arg]
@@ -256,14 +274,16 @@ class ProcessorTable:
 
     @staticmethod
     async def _run(row: _Row, conn: RemotingConnection, request: RemotingCommand,
-                   pending: Awaitable[RemotingCommand | None], refusals: RefusalLog) -> None:
+                   pending: Awaitable[RemotingCommand | None], table: ProcessorTable) -> None:
         try:
             response = await pending
         except Exception as exc:
             response = _failed(conn, request, exc)
         finally:
             row.in_flight -= 1
-        _answer(conn, request, response, refusals)
+        if table.rpc_hooks:
+            table._after(conn, request, response)
+        _answer(conn, request, response, table.refusals)
 
     async def drain(self, timeout: float) -> None:
         """Let in-flight handlers finish (bounded), then cancel what is left."""
@@ -324,6 +344,14 @@ def _failed(conn: RemotingConnection, request: RemotingCommand, exc: Exception) 
         log.warning("processor for code %s failed on request from %s", request.code, conn.remote_addr,
                     exc_info=exc)
     return request.response(ResponseCode.SYSTEM_ERROR, exception_remark(exc))
+
+
+def _told(hook: RPCHook, addr: str, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    """``hook.do_after_response``, whose failure is logged and never stops the answer."""
+    try:
+        hook.do_after_response(addr, request, response)
+    except Exception:
+        log.exception("RPC hook %s failed after request code %s from %s", type(hook).__name__, request.code, addr)
 
 
 def _answer(conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand | None,

@@ -20,6 +20,7 @@ from rocketmq_py.remoting.acceptor import Acceptor
 from rocketmq_py.remoting.connection import ConnectionEvents, RemotingConnection
 from rocketmq_py.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rocketmq_py.remoting.processor import DEFAULT_MAX_CONCURRENCY, ProcessorFunc, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.rpc_hook import RPCHook
 from rocketmq_py.remoting.tls import TlsMode
 
 log = logging.getLogger("rocketmq.remoting")
@@ -73,6 +74,10 @@ class RemotingServer:
     def register_processor(self, code: int, processor: RequestProcessor | ProcessorFunc,
                            max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
         self.processors.register(code, processor, max_concurrency)
+
+    def register_rpc_hook(self, hook: RPCHook) -> None:
+        """Call ``hook`` around every request this server dispatches (Java's registerRPCHook)."""
+        self.processors.register_rpc_hook(hook)
 
     def register_default_processor(self, processor: RequestProcessor | ProcessorFunc,
                                    max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:

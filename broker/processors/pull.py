@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from rocketmq_py.broker.filter import FilterError, Sql92Expression
 from rocketmq_py.broker.filter.expression_filter import compile_cached, filter_records
+from rocketmq_py.broker.mqtrace import ConsumeMessageContext, ConsumeMessageHook, told
 from rocketmq_py.broker.pull_hold import PullRequest
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
@@ -93,21 +94,14 @@ def _compile_sql92(request: RemotingCommand, expression_type: str, subscription:
                                 f"The broker's consumer filter data is not exist!Your expression may be wrong! {exc}")
 
 
-class PullMessageHook(Protocol):
-    """Told of every pull the broker answers or holds, as Java's PullMessageProcessor tells its
-    ConsumeMessageHook list: the broker's metrics attach here, and a broker without hooks pays
-    nothing for them."""
-
-    def pull_done(self, request: RemotingCommand, response: RemotingCommand | None, allow_suspend: bool,
-                  started: float) -> None:
-        """``response`` None: the pull is held (long polling); ``allow_suspend`` False: a held
-        pull's re-run; ``started``: time.perf_counter() before the pull ran."""
-
-
 class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.hooks: list[PullMessageHook] = []
+        # Java's PullMessageProcessor.consumeMessageHookList: told of every pull (metrics)
+        self.consume_message_hooks: list[ConsumeMessageHook] = []
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        self.consume_message_hooks.append(hook)
 
     async def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         return self.pull(conn, request, allow_suspend=True)
@@ -122,14 +116,18 @@ class PullMessageProcessor:
             conn.write_command(response)
 
     def pull(self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
-        """A pull's answer, or None when it is held; each hook told of it."""
-        hooks = self.hooks
+        """A pull's answer, or None when it is held; the consume hooks told before and after.
+        Held pulls are answered through here too (execute_held), not through the processor
+        table, so the hooks see every message a consumer gets."""
+        hooks = self.consume_message_hooks
         if not hooks:
             return self._pull(conn, request, allow_suspend)
-        started = time.perf_counter()
-        response = self._pull(conn, request, allow_suspend)
+        context = ConsumeMessageContext.of(conn.remote_addr, request, time.perf_counter(), allow_suspend)
         for hook in hooks:
-            hook.pull_done(request, response, allow_suspend, started)
+            told(hook.consume_message_before, context)
+        context.response = response = self._pull(conn, request, allow_suspend)
+        for hook in hooks:
+            told(hook.consume_message_after, context)
         return response
 
     def _pull(self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:

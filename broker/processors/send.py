@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from rocketmq_py.broker.mqtrace import SendMessageContext, SendMessageHook, told
 from rocketmq_py.broker.processors.send_plain import plain_properties, store_plain_sends
 from rocketmq_py.broker.schedule_message_service import DelayLevelError
 from rocketmq_py.broker.topic_config_manager import (
@@ -121,6 +123,11 @@ class SendMessageProcessor(RequestProcessor):
         # The cluster name, and CLUSTER as a stored message's last property: after a separator,
         # and alone (after properties that end with one, or none).
         self.cluster = ("", "", "")
+        # Java's AbstractSendMessageProcessor.sendMessageHookList: told of every send (metrics)
+        self.send_message_hooks: list[SendMessageHook] = []
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        self.send_message_hooks.append(hook)
 
     def cluster_entries(self, name: str) -> tuple[str, str, str]:
         """``cluster`` for the current cluster name (UPDATE_BROKER_CONFIG may change it)."""
@@ -132,8 +139,52 @@ class SendMessageProcessor(RequestProcessor):
 
     def process_request(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
         """The answer itself when it is ready at once (ASYNC_FLUSH, most sends), or a coroutine
-        that waits for the flush. A plain send takes the fast path; anything else, this one."""
-        plain = self.process_requests(conn, [request])  # [] unless a plain V2 send
+        that waits for the flush; the send hooks told before and after."""
+        hooks = self.send_message_hooks
+        if not hooks:
+            return self._process(conn, request)
+        context = SendMessageContext.of(conn.remote_addr, request)
+        for hook in hooks:
+            told(hook.send_message_before, context)
+        return self._send_message_after(context, self._process(conn, request))
+
+    def process_requests(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> list[ProcessorResult]:
+        """The leading plain sends of ``requests``, stored in one run, with their answers
+        (send_plain.py, the fast path this processor's full path is the reference for). Which
+        sends a run takes is known once it is stored: the hooks hear of each taken send then,
+        before and after together."""
+        results = store_plain_sends(self, conn, requests)
+        hooks = self.send_message_hooks
+        if not hooks or not results:
+            return results
+        addr = conn.remote_addr
+        hooked: list[ProcessorResult] = []
+        for request, result in zip(requests, results, strict=False):
+            context = SendMessageContext.of(addr, request)
+            for hook in hooks:
+                told(hook.send_message_before, context)
+            hooked.append(self._send_message_after(context, result))
+        return hooked
+
+    def _send_message_after(self, context: SendMessageContext, result: ProcessorResult) -> ProcessorResult:
+        if result is None or type(result) is RemotingCommand:
+            return self._told_after(context, result)
+        # type-ignored: neither None nor a RemotingCommand is the awaitable (exact-type test, not narrowed)
+        return self._told_when_answered(context, result)  # type: ignore[arg-type]
+
+    async def _told_when_answered(self, context: SendMessageContext, pending: Awaitable[RemotingCommand | None]
+                                  ) -> RemotingCommand | None:
+        return self._told_after(context, await pending)
+
+    def _told_after(self, context: SendMessageContext, response: RemotingCommand | None) -> RemotingCommand | None:
+        context.response = response
+        for hook in self.send_message_hooks:
+            told(hook.send_message_after, context)
+        return response
+
+    def _process(self, conn: RemotingConnection, request: RemotingCommand) -> ProcessorResult:
+        """A plain send takes the fast path; anything else, this one."""
+        plain = store_plain_sends(self, conn, [request])  # [] unless a plain V2 send
         if plain:
             return plain[0]
         ext = request.ext_fields or {}
@@ -146,11 +197,6 @@ class SendMessageProcessor(RequestProcessor):
         if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
             return self._send_batch(conn, request, header, topic_config, queue_id)
         return self._send_single(conn, request, header, topic_config, queue_id)
-
-    def process_requests(self, conn: RemotingConnection, requests: list[RemotingCommand]) -> list[ProcessorResult]:
-        """The leading plain sends of ``requests``, stored in one run, with their answers
-        (send_plain.py, the fast path this processor's full path is the reference for)."""
-        return store_plain_sends(self, conn, requests)
 
     async def flushed(self, response: RemotingCommand, offset: int) -> RemotingCommand:
         """A stored send's answer once the log is flushed (SYNC_FLUSH) and on the slave

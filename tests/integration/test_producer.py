@@ -154,7 +154,9 @@ class _AnswerSerialization:
 
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None: ...
 
-    def do_after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand | None) -> None:
+        assert response is not None  # a client's hooks see answers only
         self.seen.append((request.code, response.serialize_type))
 
 

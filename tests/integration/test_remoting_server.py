@@ -208,8 +208,8 @@ async def test_rpc_hooks_see_request_and_response(addr: str) -> None:
             calls.append(("before", request.code, None))
 
         def do_after_response(self, remote_addr: str, request: RemotingCommand,
-                              response: RemotingCommand) -> None:
-            calls.append(("after", request.code, response.code))
+                              response: RemotingCommand | None) -> None:
+            calls.append(("after", request.code, None if response is None else response.code))
 
     c = RemotingClient(rpc_hooks=[Hook()])
     try:

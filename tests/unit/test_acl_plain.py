@@ -42,11 +42,6 @@ CLIENT = SessionCredentials("client-ak", "12345678")
 ADMIN = SessionCredentials("admin-ak", "admin-secret")
 
 
-class _Conn:
-    def __init__(self, addr: str = "127.0.0.1:50000") -> None:
-        self.remote_addr = addr
-
-
 def _validator(tmp_path: Path, text: str = ACL) -> PlainAccessValidator:
     path = tmp_path / "plain_acl.yml"
     path.write_text(text)
@@ -64,7 +59,7 @@ def _req(code: int, ext: dict[str, str] | None = None, body: bytes | None = None
 
 
 def _refusal(v: PlainAccessValidator, request: RemotingCommand, addr: str = "127.0.0.1:50000") -> str | None:
-    answer = v.check(_Conn(addr), request)  # type: ignore[arg-type]
+    answer = v.do_before_request(addr, request)
     if answer is None:
         return None
     assert answer.code == ResponseCode.NO_PERMISSION

@@ -1,9 +1,8 @@
 """Pure parts of the operator tools: benchmark statistics, mqadmin's time formats, counting records
-in a pull body, latency wrappers (installed only with metrics on), and log rotation."""
+in a pull body, metrics hooks (registered only with metrics on), and log rotation."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from datetime import datetime
@@ -12,12 +11,19 @@ import pytest
 
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
-from rocketmq_py.broker.metrics import BrokerMetrics, BrokerMetricsCollector, PullMetricsHook, count_records
+from rocketmq_py.broker.metrics import (
+    BrokerMetrics,
+    BrokerMetricsCollector,
+    ConsumeMetricsHook,
+    SendMetricsHook,
+    count_records,
+)
+from rocketmq_py.broker.mqtrace import SendMessageContext
 from rocketmq_py.common.logsetup import reset_logging, setup_logging
 from rocketmq_py.common.version import version_desc
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.metrics import RpcLatency, TimedProcessor
+from rocketmq_py.remoting.metrics import RpcLatency, RpcLatencyHook
 from rocketmq_py.remoting.processor import ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.protocol.message import MessageExt, encode_record
 from rocketmq_py.remoting.server_config import NettyServerConfig
@@ -64,14 +70,27 @@ def test_count_records_in_a_pull_body() -> None:
 
 
 class _Echo(RequestProcessor):
-    def __init__(self) -> None:
-        self.rejecting = False
-
     async def process_request(self, conn: object, request: RemotingCommand) -> RemotingCommand:  # type: ignore[override]
         return request.response(ResponseCode.SUCCESS)
 
-    def reject_request(self) -> bool:
-        return self.rejecting
+
+class _Runs(RequestProcessor):
+    def process_request(self, conn: object, request: RemotingCommand) -> RemotingCommand:  # type: ignore[override]
+        return request.response(ResponseCode.SUCCESS)
+
+    def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[RemotingCommand]:
+        return [r.response(ResponseCode.SUCCESS) for r in requests[:2]]
+
+
+class _Conn:
+    remote_addr = "127.0.0.1:1"
+    is_open = True
+
+    def __init__(self) -> None:
+        self.written: list[RemotingCommand] = []
+
+    def write_command(self, cmd: RemotingCommand) -> None:
+        self.written.append(cmd)
 
 
 def _count(latency: RpcLatency, request_code: str, response_code: str) -> int:
@@ -79,51 +98,60 @@ def _count(latency: RpcLatency, request_code: str, response_code: str) -> int:
                if labels[1] == request_code and labels[2] == response_code)
 
 
-async def test_timed_processor_observes_latency_and_response() -> None:
+async def test_rpc_latency_hook_times_awaited_plain_and_run_answers_and_forgets_each() -> None:
     latency = RpcLatency()
-    seen: list[int] = []
-    inner = _Echo()
-    timed = TimedProcessor(inner, latency, lambda req, resp: seen.append(resp.code if resp else -1))
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, b"body")
-    pending = timed.process_request(None, request)  # type: ignore[arg-type]
-    assert inspect.isawaitable(pending), "an async processor's result stays awaitable when timed"
-    response = await pending
-    assert response is not None and response.code == ResponseCode.SUCCESS and seen == [ResponseCode.SUCCESS]
-    assert _count(latency, "send_message_v2", "success") == 1
-    assert len(latency.series) == 1, "only the codes seen have a series"
-    inner.rejecting = True
-    assert timed.reject_request()
-
-
-def test_timed_processor_answers_a_plain_handler_directly() -> None:
-    latency = RpcLatency()
-    seen: list[int] = []
+    hook = RpcLatencyHook(latency)
     table = ProcessorTable()
-    table.register(RequestCode.SEND_MESSAGE_V2, lambda conn, req: req.response(ResponseCode.SUCCESS))
-    inner = table.processor_for(RequestCode.SEND_MESSAGE_V2)
-    assert inner is not None
-    timed = TimedProcessor(inner, latency, lambda req, resp: seen.append(resp.code if resp else -1))
-    response = timed.process_request(None, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2))  # type: ignore[arg-type]
-    assert isinstance(response, RemotingCommand) and response.code == ResponseCode.SUCCESS
-    assert seen == [ResponseCode.SUCCESS]
+    table.register(RequestCode.SEND_MESSAGE_V2, _Echo())
+    table.register(RequestCode.HEART_BEAT, lambda conn, req: req.response(ResponseCode.SYSTEM_ERROR, "no"))
+    table.register(RequestCode.PULL_MESSAGE, _Runs())
+    table.register_rpc_hook(hook)
+    conn = _Conn()
+    table.dispatch(conn, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, b"body"))  # type: ignore[arg-type]
+    table.dispatch(conn, RemotingCommand.request(RequestCode.HEART_BEAT))  # type: ignore[arg-type]
+    table.dispatch_all(conn, [RemotingCommand.request(RequestCode.PULL_MESSAGE)  # type: ignore[arg-type]
+                              for _ in range(3)])
+    await table.drain(5)
+    assert len(conn.written) == 5
     assert _count(latency, "send_message_v2", "success") == 1
+    assert _count(latency, "heart_beat", "system_error") == 1
+    assert _count(latency, "pull_message", "success") == 3  # two of a run, the third singly
+    assert len(latency.series) == 3, "only the codes seen have a series"
+    assert hook._started == {}, "every request's start is dropped with its answer"
 
 
-def test_latency_wrappers_only_when_metrics_are_on(tmp_path: str) -> None:
+def test_metrics_attach_through_hooks_only_when_metrics_are_on(tmp_path: str) -> None:
     broker = BrokerController(BrokerConfig(brokerName="b", namesrvAddr=None, brokerIP1="127.0.0.1",
                                            rocketmqHome=str(tmp_path)),
                               NettyServerConfig(listenPort=0, bindAddress="127.0.0.1"),
                               MessageStoreConfig(storePathRootDir=os.path.join(str(tmp_path), "store")))
+    servers = (broker.remoting_server, broker.fast_server)
     codes = (RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE, RequestCode.GET_BROKER_RUNTIME_INFO)
-    before = {c: broker.remoting_server.processors.processor_for(c) for c in codes}
-    assert not any(isinstance(p, TimedProcessor) for p in before.values())
-    assert broker.pull_processor.hooks == []  # a pull runs no hook
+    before = [{c: server.processors.processor_for(c) for c in codes} for server in servers]
+    # A broker without metrics runs no hook: every list is empty.
+    assert all(server.processors.rpc_hooks == [] for server in servers)
+    assert broker.send_processor.send_message_hooks == [] and broker.pull_processor.consume_message_hooks == []
     metrics = BrokerMetrics(broker, -1, "127.0.0.1")
-    for server in (broker.remoting_server, broker.fast_server):
-        assert isinstance(server.processors.processor_for(RequestCode.SEND_MESSAGE_V2), TimedProcessor)
-    assert [type(hook) for hook in broker.pull_processor.hooks] == [PullMetricsHook]
-    assert "pull" not in vars(broker.pull_processor), "metrics attach through the hook, not over the method"
+    assert [[type(h) for h in server.processors.rpc_hooks] for server in servers] == [[RpcLatencyHook]] * 2
+    assert [type(h) for h in broker.send_processor.send_message_hooks] == [SendMetricsHook]
+    assert [type(h) for h in broker.pull_processor.consume_message_hooks] == [ConsumeMetricsHook]
+    # The rows keep their processors, and no method is replaced on an instance.
+    assert [{c: server.processors.processor_for(c) for c in codes} for server in servers] == before
+    assert not {"pull", "process_request", "process_requests"} & (vars(broker.pull_processor).keys()
+                                                                    | vars(broker.send_processor).keys())
     assert metrics.server is None  # port -1: collectors for an embedding registry, no HTTP server
+
+
+def test_send_message_context_reads_either_header_and_marks_batches() -> None:
+    v2 = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "b": "T", "e": "3", "i": "TAGS\x01x"},
+                                 b"abc")
+    ctx = SendMessageContext.of("127.0.0.1:9", v2)
+    assert (ctx.producer_group, ctx.topic, ctx.queue_id, ctx.msg_props, ctx.body_length, ctx.batch) == \
+        ("PG", "T", "3", "TAGS\x01x", 3, False)
+    v1 = RemotingCommand.request(RequestCode.SEND_MESSAGE, {"producerGroup": "PG", "topic": "T", "batch": "true"})
+    ctx = SendMessageContext.of("127.0.0.1:9", v1)
+    assert (ctx.topic, ctx.body_length, ctx.batch, ctx.code) == ("T", 0, True, None)
+    assert SendMessageContext.of("x", RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, None)).batch
 
 
 def test_log_file_rotates(tmp_path: str) -> None:
@@ -146,34 +174,16 @@ def test_log_file_rotates(tmp_path: str) -> None:
         logging.getLogger().setLevel(level)
 
 
-def test_timed_processor_keeps_a_processors_runs_and_observes_each_request() -> None:
-    latency = RpcLatency()
-    seen: list[int] = []
-
-    class _Runs(RequestProcessor):
-        def process_request(self, conn: object, request: RemotingCommand) -> RemotingCommand:  # type: ignore[override]
-            return request.response(ResponseCode.SUCCESS)
-
-        def process_requests(self, conn: object, requests: list[RemotingCommand]) -> list[RemotingCommand]:
-            return [r.response(ResponseCode.SUCCESS) for r in requests[:2]]
-
-    timed = TimedProcessor(_Runs(), latency, lambda req, resp: seen.append(req.opaque))
-    requests = [RemotingCommand.request(RequestCode.SEND_MESSAGE_V2) for _ in range(3)]
-    results = timed.process_requests(None, requests)  # type: ignore[arg-type]
-    assert all(isinstance(r, RemotingCommand) for r in results)
-    assert [r.opaque for r in results if isinstance(r, RemotingCommand)] == [r.opaque for r in requests[:2]] == seen
-    assert _count(latency, "send_message_v2", "success") == 2
-    plain = TimedProcessor(_Echo(), latency)
-    assert getattr(plain, "process_requests", None) is None, "no runs for a processor that takes none"
-
-
 def test_messages_in_by_topic_and_type_and_not_for_retry_topics() -> None:
     collector = BrokerMetricsCollector.__new__(BrokerMetricsCollector)
     BrokerMetricsCollector.__init__(collector, None)  # type: ignore[arg-type]  # hooks only: no broker read
 
-    def sent(code: RequestCode, ext: dict[str, str], body: bytes) -> None:
+    def sent(code: RequestCode, ext: dict[str, str], body: bytes, answer: ResponseCode = ResponseCode.SUCCESS
+             ) -> None:
         request = RemotingCommand.request(code, ext, body)
-        collector.on_send(request, request.response(ResponseCode.SUCCESS))
+        context = SendMessageContext.of("127.0.0.1:9", request)
+        context.response = request.response(answer)
+        collector.on_send(context)
 
     sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": "UNIQ_KEY\x01A\x02TAGS\x01x"}, b"a" * 10)
     sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": "TRAN_MSG\x01true\x02PGROUP\x01g"}, b"b" * 20)
@@ -182,8 +192,7 @@ def test_messages_in_by_topic_and_type_and_not_for_retry_topics() -> None:
     batch = b"".join(encode_record(MessageExt(topic="T", body=b"x" * n)) for n in (1, 2, 3))
     sent(RequestCode.SEND_BATCH_MESSAGE, {"b": "T", "i": ""}, batch)
     sent(RequestCode.SEND_MESSAGE_V2, {"b": "%RETRY%g", "i": ""}, b"e")
-    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": ""}, b"f")
-    collector.on_send(request, request.response(ResponseCode.SYSTEM_ERROR))  # refused: not counted
+    sent(RequestCode.SEND_MESSAGE_V2, {"b": "T", "i": ""}, b"f", ResponseCode.SYSTEM_ERROR)  # refused: not counted
     assert collector.messages_in == {("T", "normal", "false"): [1 + 3, 10 + len(batch)],
                                      ("T", "transaction", "false"): [1, 20], ("T", "delay", "false"): [1, 1],
                                      ("T", "fifo", "false"): [1, 1]}

@@ -80,31 +80,16 @@ class _Rejecting(RequestProcessor):
         return self.rejecting
 
 
-async def test_a_rejecting_processor_is_asked_and_a_wrapped_row_dispatches_to_its_wrapper() -> None:
+async def test_a_rejecting_processor_is_asked_before_every_request() -> None:
     table = ProcessorTable()
     busy = _Rejecting()
     table.register(3, busy)
-    table.register(1, _sync)  # type: ignore[arg-type]
     conn = _Conn()
     table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
     busy.rejecting = False
     table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
     assert [(c.code, c.remark) for c in conn.written] == [(ResponseCode.SYSTEM_BUSY, REJECT_REMARK),
                                                           (ResponseCode.SUCCESS, "served")]
-
-    class _Tagging(RequestProcessor):
-        def __init__(self, inner: RequestProcessor) -> None:
-            self.inner = inner
-
-        def process_request(self, conn: object, request: RemotingCommand) -> ProcessorResult:  # type: ignore[override]
-            response = self.inner.process_request(conn, request)  # type: ignore[arg-type]
-            assert isinstance(response, RemotingCommand)
-            response.remark = f"wrapped {response.remark}"
-            return response
-
-    table.wrap_processors(lambda code, p: _Tagging(p))
-    table.dispatch(conn, RemotingCommand.request(1))  # type: ignore[arg-type]
-    assert conn.written[-1].remark == "wrapped inline"
 
 
 class _Runs(RequestProcessor):
@@ -154,36 +139,115 @@ async def test_runs_of_one_code_go_to_process_requests_and_the_rest_singly_in_or
                                                 "run"]
 
 
-async def test_an_access_check_runs_once_per_request_before_any_processor_and_keeps_the_runs() -> None:
-    table = ProcessorTable()
-    runs = _Runs()
-    table.register(5, runs)
-    table.register(1, _sync)  # type: ignore[arg-type]
-    checked: list[int] = []
+class _Hook:
+    """An RPC hook that records what it is told and refuses requests with a "deny" field."""
 
-    def check(conn: object, request: RemotingCommand) -> RemotingCommand | None:
-        checked.append(request.opaque)
+    def __init__(self) -> None:
+        self.before: list[int] = []
+        self.after: list[tuple[int, int | None]] = []
+
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> RemotingCommand | None:
+        assert remote_addr == _Conn.remote_addr
+        self.before.append(request.opaque)
         if request.ext_fields and "deny" in request.ext_fields:
             return request.response(ResponseCode.NO_PERMISSION, "denied")
         return None
 
-    table.access_check = check  # type: ignore[assignment]
+    def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                          response: RemotingCommand | None) -> None:
+        self.after.append((request.opaque, None if response is None else response.code))
+
+
+async def test_rpc_hooks_run_once_per_request_before_any_processor_and_keep_the_runs() -> None:
+    table = ProcessorTable()
+    runs = _Runs()
+    table.register(5, runs)
+    table.register(1, _sync)  # type: ignore[arg-type]
+    hook = _Hook()
+    table.register_rpc_hook(hook)
     conn = _Conn()
     requests = [RemotingCommand.request(5), RemotingCommand.request(5, {"deny": "1"}), RemotingCommand.request(5),
                 RemotingCommand.request(1, {"deny": "1"}), RemotingCommand.request(99),
                 RemotingCommand.request(5).mark_oneway(), RemotingCommand.request(5, {"deny": "1"}).mark_oneway()]
     table.dispatch_all(conn, requests)  # type: ignore[arg-type]
     op = [r.opaque for r in requests]
-    assert checked == [op[0], op[1], op[2], op[3], op[5], op[6]]  # 99 has no processor: not checked
+    assert hook.before == [op[0], op[1], op[2], op[3], op[5], op[6]]  # 99 has no processor: not hooked
     # the allowed ones still make runs: 0 and 2 (1 refused between them); 5 alone after code 99
     assert runs.runs == [[op[0], op[2]]] and runs.singles == [op[5]]
     answers = {c.opaque: (c.code, c.remark) for c in conn.written}
     assert answers[op[1]] == (ResponseCode.NO_PERMISSION, "denied") == answers[op[3]]
     assert answers[op[4]][0] == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     assert op[6] not in answers and op[5] not in answers  # oneway: refused or served, never answered
+    # Told of each answer the processors gave (a oneway request's too, never written); a refusing
+    # hook is not told of its own refusal, as no hook ran before it.
+    assert sorted(hook.after) == sorted([(op[0], ResponseCode.SUCCESS), (op[2], ResponseCode.SUCCESS),
+                                         (op[5], ResponseCode.SUCCESS)])
     single = RemotingCommand.request(1, {"deny": "1"})
     table.dispatch(conn, single)  # type: ignore[arg-type]
-    assert conn.written[-1].code == ResponseCode.NO_PERMISSION and checked[-1] == single.opaque
+    assert conn.written[-1].code == ResponseCode.NO_PERMISSION and hook.before[-1] == single.opaque
+
+
+async def test_rpc_hooks_are_told_every_answer_awaited_failed_busy_or_refused_by_a_later_hook() -> None:
+    table = ProcessorTable()
+    table.register(1, _sync)  # type: ignore[arg-type]
+    table.register(2, _waits)  # type: ignore[arg-type]
+    busy = _Rejecting()
+    table.register(3, busy)
+    first, second = _Hook(), _Hook()
+    table.register_rpc_hook(first)
+
+    class _Denies(_Hook):
+        def do_before_request(self, remote_addr: str, request: RemotingCommand) -> RemotingCommand | None:
+            self.before.append(request.opaque)
+            return request.response(ResponseCode.NO_PERMISSION, "second says no") if request.code == 1 else None
+
+    table.register_rpc_hook(second := _Denies())
+    conn = _Conn()
+    refused, awaited, failed, rejected = (RemotingCommand.request(1), RemotingCommand.request(2),
+                                          RemotingCommand.request(2, {"x": "1"}), RemotingCommand.request(3))
+    table.dispatch(conn, refused)  # type: ignore[arg-type]
+    table.dispatch(conn, awaited)  # type: ignore[arg-type]
+    table.dispatch(conn, rejected)  # type: ignore[arg-type]
+    await table.drain(5)
+    # The first hook ran before the second refused: it is told the refusal; the second is not.
+    assert first.after[0] == (refused.opaque, ResponseCode.NO_PERMISSION)
+    assert (refused.opaque, ResponseCode.NO_PERMISSION) not in second.after
+    for hook in (first, second):
+        assert (awaited.opaque, ResponseCode.SUCCESS) in hook.after
+        assert (rejected.opaque, ResponseCode.SYSTEM_BUSY) in hook.after
+    table.register(4, lambda conn, request: (_ for _ in ()).throw(RuntimeError("exploded")))  # type: ignore[arg-type]
+    failed = RemotingCommand.request(4)
+    table.dispatch(conn, failed)  # type: ignore[arg-type]
+    assert first.after[-1] == (failed.opaque, ResponseCode.SYSTEM_ERROR) == second.after[-1]
+    assert [c.opaque for c in conn.written] == [refused.opaque, rejected.opaque, awaited.opaque, failed.opaque]
+
+
+async def test_a_failing_hook_neither_stops_the_answer_nor_the_other_hooks() -> None:
+    table = ProcessorTable()
+    table.register(1, _sync)  # type: ignore[arg-type]
+
+    class _Breaks(_Hook):
+        def do_after_response(self, remote_addr: str, request: RemotingCommand,
+                              response: RemotingCommand | None) -> None:
+            raise RuntimeError("hook bug")
+
+    later = _Hook()
+    table.register_rpc_hook(_Breaks())
+    table.register_rpc_hook(later)
+    conn = _Conn()
+    request = RemotingCommand.request(1)
+    table.dispatch(conn, request)  # type: ignore[arg-type]
+    assert [c.remark for c in conn.written] == ["inline"] and later.after == [(request.opaque, ResponseCode.SUCCESS)]
+
+    class _RaisesBefore(_Hook):
+        def do_before_request(self, remote_addr: str, request: RemotingCommand) -> RemotingCommand | None:
+            raise RuntimeError("before bug")
+
+    table.rpc_hooks[:] = [later, _RaisesBefore()]
+    request = RemotingCommand.request(1)
+    table.dispatch(conn, request)  # type: ignore[arg-type]
+    assert conn.written[-1].code == ResponseCode.SYSTEM_ERROR and "before bug" in (conn.written[-1].remark or "")
+    assert later.after[-1] == (request.opaque, ResponseCode.SYSTEM_ERROR)
 
 
 async def test_a_run_whose_processor_raises_is_answered_system_error_whole() -> None:
