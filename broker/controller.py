@@ -184,7 +184,7 @@ class BrokerController:
              DEFAULT_MAX_CONCURRENCY),
             (RequestCode.LOCK_BATCH_MQ, queue_lock.lock_batch_mq, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.UNLOCK_BATCH_MQ, queue_lock.unlock_batch_mq, DEFAULT_MAX_CONCURRENCY),
-            (RequestCode.END_TRANSACTION, end_transaction.process_request, DEFAULT_MAX_CONCURRENCY),
+            (RequestCode.END_TRANSACTION, end_transaction, DEFAULT_MAX_CONCURRENCY),
             # AdminBrokerProcessor's requests, by family
             (RequestCode.UPDATE_AND_CREATE_TOPIC, admin.update_and_create_topic, DEFAULT_MAX_CONCURRENCY),
             (RequestCode.DELETE_TOPIC_IN_BROKER, admin.delete_topic, DEFAULT_MAX_CONCURRENCY),
@@ -246,8 +246,7 @@ class BrokerController:
         for server in (self.remoting_server, self.fast_server):
             for code, processor, max_concurrency in rows:
                 server.register_processor(code, processor, max_concurrency=max_concurrency)
-        self.remoting_server.register_processor(RequestCode.PULL_MESSAGE, self.pull_processor.process_request,
-                                                max_concurrency=4096)
+        self.remoting_server.register_processor(RequestCode.PULL_MESSAGE, self.pull_processor, max_concurrency=4096)
 
     @property
     def store_host(self) -> tuple[str, int]:

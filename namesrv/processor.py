@@ -1,8 +1,9 @@
 """The NameServer's request handlers (Java's DefaultRequestProcessor), one per code; their table is
 NamesrvController._register_processors.
 
-Every handler validates what it reads and answers bad input with an error code and a remark;
-nothing a client sends can change the registry unless the whole request is valid.
+Every handler validates what it reads and answers bad input with an error code and a remark
+(the broker's processors' shape, broker/processors/__init__.py); nothing a client sends can
+change the registry unless the whole request is valid.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ import logging
 import zlib
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from rocketmq_py.common.properties import ConfigError, format_properties, parse_properties
 from rocketmq_py.namesrv.config import CONFIG_BLACK_LIST
 from rocketmq_py.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_py.remoting.codes import V3_0_11, V4_9_4, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.exceptions import RemotingCommandException
 from rocketmq_py.remoting.header import INT32_MAX
+from rocketmq_py.remoting.protocol.json_body import first_error
 from rocketmq_py.remoting.protocol.namesrv import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -118,9 +119,9 @@ class DefaultRequestProcessor:
                     wrapper, filters = reg.topicConfigSerializeWrapper, reg.filterServerList
                 else:
                     wrapper = TopicConfigSerializeWrapper.decode(body)
-            except (ValidationError, ValueError, zlib.error) as exc:
+            except (ValueError, zlib.error) as exc:  # pydantic's ValidationError is a ValueError
                 log.warning("bad registerBroker body from %s: %s", conn.remote_addr, exc)
-                return request.response(ResponseCode.SYSTEM_ERROR, f"bad register broker body: {_short(exc)}")
+                raise RemotingCommandException(f"bad register broker body: {first_error(exc)}") from None
         for topic, config in (wrapper.topicConfigTable.items() if wrapper is not None else ()):
             problem = queue_nums_problem(config.readQueueNums, config.writeQueueNums, least=0)
             if problem:  # refused whole: a route with it would hang every client that expands it
@@ -139,10 +140,7 @@ class DefaultRequestProcessor:
 
     async def query_data_version(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = request.decode_header(QueryDataVersionRequestHeader)
-        try:
-            version = DataVersion.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad data version body: {_short(exc)}")
+        version = DataVersion.decode_request(request.body, "data version body")
         changed = self.routes.is_broker_topic_config_changed(h.brokerAddr, version)
         if not changed:
             self.routes.update_broker_info_update_timestamp(h.brokerAddr)
@@ -226,11 +224,5 @@ class DefaultRequestProcessor:
         c = self.controller
         return request.response(body=format_properties(c.namesrv_config, c.server_config).encode())
 
-
-def _short(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-    return str(exc)
 
 

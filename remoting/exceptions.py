@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from rocketmq_py.remoting.codes import ResponseCode
+
 
 class RemotingError(Exception):
     """Base of every remoting-layer failure."""
+
+
+class RemotingCommandException(ValueError):
+    """A request its handler refuses, with the response code and remark to answer (Java's
+    RemotingCommandException). The processor table answers it and logs it as a refusal, so a
+    handler refuses bad input in one line wherever it finds it; a ValueError, because like an
+    unreadable header it is the request's fault, never the handler's."""
+
+    def __init__(self, remark: str, code: int = ResponseCode.SYSTEM_ERROR) -> None:
+        super().__init__(remark)
+        self.remark = remark
+        self.code = code
 
 
 class RemotingConnectError(RemotingError):

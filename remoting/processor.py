@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_py.common.refusal_log import RefusalLog
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_py.remoting.exceptions import RemotingCommandException
 
 if TYPE_CHECKING:
     from rocketmq_py.remoting.connection import RemotingConnection
@@ -337,9 +338,12 @@ async def _finish(coro: Coroutine[Any, Any, None], yielded: Any) -> None:
 
 
 def _failed(conn: RemotingConnection, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-    """SYSTEM_ERROR for a request its handler raised on. A ValueError is the request's fault (a
-    header that cannot be read), logged with the answer as a refusal; anything else is a fault of
-    the handler, whose traceback is logged here as well."""
+    """The answer to a request its handler raised on: a RemotingCommandException's code and
+    remark, else SYSTEM_ERROR. A ValueError is the request's fault (a header that cannot be read),
+    logged with the answer as a refusal; anything else is a fault of the handler, whose traceback
+    is logged here as well."""
+    if isinstance(exc, RemotingCommandException):
+        return request.response(exc.code, exc.remark)
     if not isinstance(exc, ValueError):
         log.warning("processor for code %s failed on request from %s", request.code, conn.remote_addr,
                     exc_info=exc)

@@ -7,8 +7,6 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from rocketmq_py.broker.ha_runtime_info import ha_runtime_info
 from rocketmq_py.broker.runtime_info import prepare_runtime_info
 from rocketmq_py.broker.stats_manager import CallSnapshot, StatsItem
@@ -174,10 +172,7 @@ class AdminBrokerProcessor:
 
     async def update_and_create_subscription_group(self, conn: RemotingConnection, request: RemotingCommand
                                                    ) -> RemotingCommand:
-        try:
-            config = SubscriptionGroupConfig.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group config: {exc}")
+        config = SubscriptionGroupConfig.decode_request(request.body, "subscription group config")
         problem = validate_group(config.groupName)
         if problem is None and not 0 <= config.retryQueueNums <= MAX_QUEUE_NUMS:
             problem = f"retryQueueNums {config.retryQueueNums} is out of range: 0 to {MAX_QUEUE_NUMS}"

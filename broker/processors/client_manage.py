@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 from rocketmq_py.broker.client_channel import ClientChannelInfo
 from rocketmq_py.broker.filter import FilterError
 from rocketmq_py.broker.filter.expression_filter import compile_cached
@@ -42,10 +40,7 @@ class ClientManageProcessor:
         self.broker = broker
 
     async def heart_beat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            data = HeartbeatData.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {_first_error(exc)}")
+        data = HeartbeatData.decode_request(request.body, "heartbeat body")
         for group in [c.groupName for c in data.consumerDataSet] + [p.groupName for p in data.producerDataSet]:
             problem = validate_group(group)
             if problem:  # refused whole, before any group is registered
@@ -85,10 +80,7 @@ class ClientManageProcessor:
         return request.response()
 
     async def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            body = CheckClientRequestBody.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad check-client body: {_first_error(exc)}")
+        body = CheckClientRequestBody.decode_request(request.body, "check-client body")
         sub = body.subscriptionData
         if sub is None or sub.expressionType == ExpressionType.TAG:
             return request.response()
@@ -117,10 +109,3 @@ def _log_bad_selectors(group: str, subscriptions: list[SubscriptionData]) -> Non
                 compile_cached(sub.subString)
             except FilterError as exc:
                 log.warning("Parse consumer filter data error, group %s topic %s: %s", group, sub.topic, exc)
-
-
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-    return str(exc)

@@ -18,6 +18,7 @@ from rocketmq_py.broker.transaction.bridge import TransactionalMessageBridge, en
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.processor import RequestProcessor
 from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -54,7 +55,7 @@ def check_prepare_message(half: MessageExt | None, header: EndTransactionRequest
     return None
 
 
-class EndTransactionProcessor:
+class EndTransactionProcessor(RequestProcessor):
     def __init__(self, broker: BrokerController, bridge: TransactionalMessageBridge) -> None:
         self.broker = broker
         self.bridge = bridge

@@ -24,6 +24,7 @@ from rocketmq_py.broker.pull_hold import PullRequest
 from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.processor import RequestProcessor
 from rocketmq_py.remoting.protocol.broker import (
     FLAG_COMMIT_OFFSET,
     FLAG_SUBSCRIPTION,
@@ -94,7 +95,7 @@ def _compile_sql92(request: RemotingCommand, expression_type: str, subscription:
                                 f"The broker's consumer filter data is not exist!Your expression may be wrong! {exc}")
 
 
-class PullMessageProcessor:
+class PullMessageProcessor(RequestProcessor):
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         # Java's PullMessageProcessor.consumeMessageHookList: told of every pull (metrics)

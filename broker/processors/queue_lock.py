@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.protocol.heartbeat import LockBatchRequestBody, LockBatchResponseBody
@@ -20,20 +17,14 @@ class QueueLockProcessor:
         self.broker = broker
 
     async def lock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            body = LockBatchRequestBody.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad lock body: {exc}")
+        body = LockBatchRequestBody.decode_request(request.body, "lock body")
         locked = self.broker.rebalance_lock_manager.try_lock_batch(
             body.consumerGroup, [mq.key() for mq in body.mqSet], body.clientId)
         answer = LockBatchResponseBody(lockOKMQSet=[mq for mq in body.mqSet if mq.key() in locked])
         return request.response(body=answer.encode())
 
     async def unlock_batch_mq(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        try:
-            body = LockBatchRequestBody.decode(request.body)
-        except (ValidationError, ValueError) as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad unlock body: {exc}")
+        body = LockBatchRequestBody.decode_request(request.body, "unlock body")
         self.broker.rebalance_lock_manager.unlock_batch(body.consumerGroup, [mq.key() for mq in body.mqSet],
                                                         body.clientId)
         return request.response()

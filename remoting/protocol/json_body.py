@@ -20,7 +20,9 @@ import types
 import typing
 from typing import Any, ClassVar, Self
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, ValidationError, model_validator
+
+from rocketmq_py.remoting.exceptions import RemotingCommandException
 
 _decoder = json.JSONDecoder()
 
@@ -224,11 +226,29 @@ class JsonBody(BaseModel):
             raise ValueError(f"{cls.__name__} body is empty")
         return cls.model_validate(loads(data))
 
+    @classmethod
+    def decode_request(cls, body: bytes | None, what: str) -> Self:
+        """A request's body read as this class; one that cannot be read refuses the request
+        (RemotingCommandException: SYSTEM_ERROR, ``bad <what>: <its first error>``)."""
+        try:
+            return cls.decode(body)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise RemotingCommandException(f"bad {what}: {first_error(exc)}") from None
+
     def encode(self) -> bytes:
         return self.model_dump_json(exclude_none=True).encode()
 
 
 _DROP = object()  # the key is removed, so pydantic gives the field its default
+
+
+def first_error(exc: Exception) -> str:
+    """What a remark says of a body that cannot be read: pydantic lists every error, a remark
+    names the first (``field.path: message``)."""
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return str(exc)
 
 
 def _unwrap_optional(annotation: Any) -> Any:

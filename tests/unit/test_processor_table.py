@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from rocketmq_py.remoting.codes import ResponseCode, SerializeType
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
+from rocketmq_py.remoting.exceptions import RemotingCommandException
 from rocketmq_py.remoting.frame import encode_frame
 from rocketmq_py.remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
+from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData
 
 
 class _Conn:
@@ -295,3 +299,28 @@ async def test_a_read_mixing_requests_and_responses_is_handled_in_arrival_order(
     conn.data_received(b"".join(encode_frame(c) for c in (*before, response, *after)))
     assert seen == [(r.opaque, False) for r in before] + [(r.opaque, True) for r in after]
     assert (await call).code == ResponseCode.SUCCESS
+
+
+async def test_a_handler_refuses_with_its_code_and_remark_by_raising_and_an_unreadable_body_alike(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def refuses(conn: object, request: RemotingCommand) -> ProcessorResult:
+        raise RemotingCommandException("not for you", ResponseCode.NO_PERMISSION)
+
+    async def reads_a_heartbeat(conn: object, request: RemotingCommand) -> RemotingCommand:
+        data = HeartbeatData.decode_request(request.body, "heartbeat body")
+        return request.response(remark=data.clientID)
+
+    table = ProcessorTable()
+    table.register(1, refuses)  # type: ignore[arg-type]
+    table.register(2, reads_a_heartbeat)  # type: ignore[arg-type]
+    conn = _Conn()
+    table.dispatch(conn, RemotingCommand.request(1))  # type: ignore[arg-type]
+    for body in (None, b"{", b'{"clientID": 5, "consumerDataSet": [{"consumeType": 9}]}', b'{"clientID": "c1"}'):
+        table.dispatch(conn, RemotingCommand.request(2, body=body))  # type: ignore[arg-type]
+    await table.drain(5)
+    assert (conn.written[0].code, conn.written[0].remark) == (ResponseCode.NO_PERMISSION, "not for you")
+    bad = conn.written[1:4]
+    assert all(c.code == ResponseCode.SYSTEM_ERROR and (c.remark or "").startswith("bad heartbeat body: ")
+               for c in bad), [(c.code, c.remark) for c in bad]
+    assert (conn.written[4].code, conn.written[4].remark) == (ResponseCode.SUCCESS, "c1")
+    assert not [r for r in caplog.records if r.exc_info], "a refusal is the request's fault: no traceback"
