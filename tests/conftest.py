@@ -44,14 +44,6 @@ def running_daemons(root: str) -> Iterator[DaemonSet]:
     assert not unclean, f"daemons did not shut down cleanly: {unclean}"
 
 
-@contextmanager
-def running_cluster(root: str, *broker_options: str, broker_name: str = "broker-a") -> Iterator[Cluster]:
-    """A NameServer and one broker registered with it (``broker_options`` as ``key=value``)."""
-    with running_daemons(root) as ds:
-        ns = ds.namesrv()
-        yield Cluster(ns, ds.broker(ns.addr, *broker_options, name=broker_name))
-
-
 @pytest.fixture
 def daemons(tmp_path: str) -> Iterator[DaemonSet]:
     """Start daemons with ``daemons.namesrv(...)`` / ``daemons.broker(...)``; all are stopped after
@@ -69,15 +61,22 @@ def broker_options(request: pytest.FixtureRequest) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-            broker_options: tuple[str, ...]) -> Iterator[Cluster]:
+def module_daemons(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonSet]:
+    """The daemons of a module's ``cluster``; a module may start more in it (a dashboard), all
+    stopped after its last test, each checked for a clean exit."""
+    root = str(tmp_path_factory.mktemp(re.sub(r"\W", "_", request.module.__name__.rsplit(".", 1)[-1])))
+    with running_daemons(root) as ds:
+        yield ds
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, module_daemons: DaemonSet, broker_options: tuple[str, ...]) -> Cluster:
     """A NameServer and one broker shared by a module's tests, which keep apart by using their own
     topic and group names. The broker's settings are ``broker_options``; its name is the module's
     ``BROKER_NAME`` (default broker-a)."""
-    module = request.module
-    root = str(tmp_path_factory.mktemp(re.sub(r"\W", "_", module.__name__.rsplit(".", 1)[-1])))
-    with running_cluster(root, *broker_options, broker_name=getattr(module, "BROKER_NAME", "broker-a")) as pair:
-        yield pair
+    ns = module_daemons.namesrv()
+    return Cluster(ns, module_daemons.broker(ns.addr, *broker_options,
+                                             name=getattr(request.module, "BROKER_NAME", "broker-a")))
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from rocketmq_py.client import Message, Producer
 from rocketmq_py.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.remoting.protocol.message import MessageExt
-from tests.conftest import running_daemons
-from tests.integration.daemons import ROOT, Daemon
+from tests.conftest import Cluster
+from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import TimeoutException  # noqa: E402
@@ -32,16 +32,16 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 ARTIFACTS = os.path.join(ROOT, "test-artifacts", "dashboard")
+BROKER_OPTIONS = ("traceTopicEnable=true",)
 pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
                                 reason="chromium and chromium-driver are installed by `make test` (browser-deps)")
 
 
 @pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Daemon, str]]:
-    with running_daemons(str(tmp_path_factory.mktemp("dashboard"))) as ds:
-        ns = ds.namesrv()
-        broker = ds.broker(ns.addr, "traceTopicEnable=true", name="broker-a")
-        yield ns, broker, f"http://{ds.dashboard(ns.addr).addr}"
+def console(cluster: Cluster, module_daemons: DaemonSet) -> tuple[Daemon, Daemon, str]:
+    """The module's cluster with a dashboard started beside it (stopped first, with them)."""
+    ns, broker = cluster
+    return ns, broker, f"http://{module_daemons.dashboard(ns.addr).addr}"
 
 
 @pytest.fixture(scope="module")
