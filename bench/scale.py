@@ -193,10 +193,12 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
 
 
 async def offered_load(clients: list[RemotingClient], addr: str, topic: str, rate: float, seconds: float,
-                       cap: int = 64) -> float:
+                       cap: int = 64) -> tuple[float, float]:
     """Messages answered per second while ``rate`` per second is offered, one message per tick
     share to each connection in turn (so every connection carries rate / len(clients)); a
-    connection with ``cap`` unanswered sends skips its turn (the shortfall counts against it)."""
+    connection with ``cap`` unanswered sends skips its turn (the shortfall counts against it).
+    Beside it, the share of a core this process (the clients) used: near 1.0, the clients and
+    not the broker set the figure."""
     n = len(clients)
     in_flight = [0] * n
     answered = 0
@@ -211,7 +213,7 @@ async def offered_load(clients: list[RemotingClient], addr: str, topic: str, rat
         finally:
             in_flight[c] -= 1
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     deadline = t0 + seconds
     cursor = 0
     seq = 0
@@ -232,12 +234,14 @@ async def offered_load(clients: list[RemotingClient], addr: str, topic: str, rat
         await asyncio.sleep(0.002)
     if tasks:
         await asyncio.wait_for(asyncio.gather(*tasks), 60)
-    return answered / (time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    return answered / elapsed, (time.process_time() - cpu0) / elapsed
 
 
 def measure_conns(sizes: Sizes, home: str) -> dict[str, float]:
     base: list[float] = []
     wide: list[float] = []
+    cpu: dict[int, list[float]] = {sizes.conns_base: [], sizes.conns: []}
     with broker(home) as (_, addr):
         async def go() -> None:
             gate = asyncio.Semaphore(50)
@@ -253,10 +257,14 @@ def measure_conns(sizes: Sizes, home: str) -> dict[str, float]:
             large = await asyncio.wait_for(asyncio.gather(*(connected() for _ in range(sizes.conns))), 300)
             try:
                 for rnd in range(sizes.rounds):
-                    base.append(await offered_load(small, addr, "SCALE-CONNS", sizes.conns_rate, sizes.seconds))
-                    wide.append(await offered_load(large, addr, "SCALE-CONNS", sizes.conns_rate, sizes.seconds))
+                    for clients, series in ((small, base), (large, wide)):
+                        rate, share = await offered_load(clients, addr, "SCALE-CONNS", sizes.conns_rate,
+                                                         sizes.seconds)
+                        series.append(rate)
+                        cpu[len(clients)].append(share)
                     print(f"  conns round {rnd + 1}: {sizes.conns_base} connections {base[-1]:,.0f}/s, "
-                          f"{sizes.conns:,} connections {wide[-1]:,.0f}/s (offered {sizes.conns_rate:,.0f}/s)",
+                          f"{sizes.conns:,} connections {wide[-1]:,.0f}/s (offered {sizes.conns_rate:,.0f}/s; "
+                          f"clients' CPU {cpu[sizes.conns_base][-1]:.0%} and {cpu[sizes.conns][-1]:.0%} of a core)",
                           flush=True)
             finally:
                 for client in small + large:
@@ -265,6 +273,8 @@ def measure_conns(sizes: Sizes, home: str) -> dict[str, float]:
         run(go())
     return {"conns_offered_rate": sizes.conns_rate, f"conns_{sizes.conns_base}_rate": round(statistics.median(base)),
             f"conns_{sizes.conns}_rate": round(statistics.median(wide)),
+            f"conns_{sizes.conns_base}_client_cpu": round(statistics.median(cpu[sizes.conns_base]), 2),
+            f"conns_{sizes.conns}_client_cpu": round(statistics.median(cpu[sizes.conns]), 2),
             "conns_1k": round(statistics.median(w / b for w, b in zip(wide, base, strict=True)), 3)}
 
 
