@@ -11,10 +11,9 @@ Consumer: ``LitePullConsumer`` assigned every queue, long-polling pulls of ``bat
 offsets committed every 5 s (RocketMQ's at-least-once model: ``ack`` has nothing left to do).
 ``PEER_ADAPTER_BROKER_OPTS="key=value key=value"`` passes broker options (``-o``), for A/B runs.
 
-The SDK is set for latency: ``busy_poll_max_micros`` 2,000 (the SDK's default is 200), so the
-client's event loop keeps polling through W5's gaps (a message every 500 µs) instead of sleeping,
-and no answer waits for a halted vCPU to wake up. It costs client CPU, which the harness reports:
-about 500 µs per W5 message against 180. ``PEER_ADAPTER_CLIENT_POLL_MICROS`` changes it.
+The SDK runs with its defaults, as a user gets it: nothing here tunes the client beyond them.
+``PEER_ADAPTER_CLIENT_POLL_MICROS`` sets the clients' ``busy_poll_max_micros`` for A/B runs only
+(unset: the SDK's default).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
+import site
 import subprocess
 import sys
 import time
@@ -30,9 +30,8 @@ from collections.abc import Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 sys.path.insert(0, ROOT)
-for site in glob.glob(os.path.join(ROOT, ".venv", "lib", "python*", "site-packages")):
-    if site not in sys.path:
-        sys.path.append(site)
+for site_dir in glob.glob(os.path.join(ROOT, ".venv", "lib", "python*", "site-packages")):
+    site.addsitedir(site_dir)  # its .pth files too: the editable install's finder maps the subpackages
 
 from peerbench.adapter import ConsumerHandle, PeerAdapter, Received  # noqa: E402
 
@@ -43,7 +42,7 @@ from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, R
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere  # noqa: E402
 
 QUEUES = 8
-CLIENT_POLL_MICROS = int(os.environ.get("PEER_ADAPTER_CLIENT_POLL_MICROS", "2000"))
+CLIENT_POLL_MICROS = os.environ.get("PEER_ADAPTER_CLIENT_POLL_MICROS")
 
 
 def _boot(argv: list[str], marker: str, timeout: float = 60.0) -> tuple[subprocess.Popen[str], str]:
@@ -109,7 +108,8 @@ class RocketMQPyAdapter(PeerAdapter):
 
     async def connect(self) -> None:
         self.producer = Producer("peerbench_pg", self.namesrv, send_msg_timeout=10)
-        self.producer.config.busy_poll_max_micros = CLIENT_POLL_MICROS
+        if CLIENT_POLL_MICROS is not None:
+            self.producer.config.busy_poll_max_micros = int(CLIENT_POLL_MICROS)
         await self.producer.start()
         self.admin = RemotingClient()
 
@@ -151,7 +151,8 @@ class RocketMQPyAdapter(PeerAdapter):
         consumer = LitePullConsumer(group, self.namesrv, pull_batch_size=batch,
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
                                     pull_threshold_for_all=max(prefetch, batch) * QUEUES)
-        consumer.config.busy_poll_max_micros = CLIENT_POLL_MICROS
+        if CLIENT_POLL_MICROS is not None:
+            consumer.config.busy_poll_max_micros = int(CLIENT_POLL_MICROS)
         consumer.assign([MessageQueue(topic, "broker-a", q) for q in range(QUEUES)])
         await consumer.start()
         return _Consumer(consumer)
