@@ -23,6 +23,7 @@ from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError, NoRouteError
 from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.common.heap import freeze_startup_heap
 from rocketmq_py.remoting.client import RemotingClient
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
 from rocketmq_py.remoting.command import RemotingCommand
@@ -77,6 +78,9 @@ class ClientConfig:
     # How long the event loop may keep polling after a read before it sleeps, in microseconds
     # (common/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
     busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
+    # The process's heap at the first client's start frozen out of the cyclic GC (common/heap.py):
+    # full collections then no longer stall the loop for milliseconds. False: the GC left alone.
+    freeze_heap_at_start: bool = True
     # An ACL account: every request this client writes, to NameServers and brokers, is signed
     # with it (Java's AclClientRPCHook); None sends unsigned requests.
     session_credentials: SessionCredentials | None = None
@@ -213,6 +217,8 @@ class MQClientInstance:
         if self._started:
             return
         self._started = True
+        if self.config.freeze_heap_at_start:
+            freeze_startup_heap()
         self.remoting.start()
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._periodic(self.config.poll_name_server_interval,

@@ -8,6 +8,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 
+from rocketmq_py.common.heap import freeze_startup_heap
 from rocketmq_py.common.properties import ConfigError
 
 log = logging.getLogger("rocketmq")
@@ -73,6 +74,7 @@ async def serve_until_signalled(start: Callable[[], Awaitable[None]], shutdown: 
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
     await start()
+    freeze_startup_heap()  # what start built lives as long as the daemon: no full collection walks it again
     message = boot_message()
     log.info(message)
     print(message, flush=True)

@@ -1,0 +1,86 @@
+"""The start-up heap frozen out of the cyclic GC (common/heap.py), by daemons and SDK clients.
+
+Each case runs in a fresh interpreter: freezing is process-wide and happens once per process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_freeze_collects_first_then_freezes_once_and_later_cycles_are_still_collected() -> None:
+    out = _run("""
+        import gc, weakref
+        from rocketmq_py.common.heap import freeze_startup_heap
+
+        class Node:
+            pass
+
+        def cycle():
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            return weakref.ref(a)
+
+        gc.disable()  # only the collections asked for below
+        before = cycle()              # garbage already when the freeze comes
+        kept = Node(); kept.me = kept # alive at the freeze
+        assert before() is not None
+        first = freeze_startup_heap()
+        frozen = gc.get_freeze_count()
+        second = freeze_startup_heap()
+        after = cycle()               # garbage made after the freeze
+        gc.collect()
+        print(first, second, frozen > 0, gc.get_freeze_count() == frozen, before() is None, after() is None,
+              any(o is kept for o in gc.get_objects()))
+    """)
+    assert out == "True False True True True True False"
+
+
+def test_a_client_instance_freezes_at_its_start_unless_told_not_to() -> None:
+    script = """
+        import asyncio, gc
+        from rocketmq_py.client.instance import ClientConfig, MQClientInstance
+
+        async def main():
+            instance = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:9", freeze_heap_at_start={flag}), "c@1")
+            assert gc.get_freeze_count() == 0
+            await instance.start()
+            print(gc.get_freeze_count() > 0)
+            await instance.shutdown()
+
+        asyncio.run(main())
+    """
+    assert _run(script.replace("{flag}", "True")) == "True"
+    assert _run(script.replace("{flag}", "False")) == "False"
+
+
+def test_a_daemon_freezes_after_its_start_and_before_its_boot_line() -> None:
+    out = _run("""
+        import asyncio, gc, os, signal
+        from rocketmq_py.common.daemon import serve_until_signalled
+
+        seen = []
+
+        async def start():
+            seen.append(("start", gc.get_freeze_count() > 0))
+
+        async def shutdown():
+            seen.append(("shutdown", gc.get_freeze_count() > 0))
+
+        def boot():
+            seen.append(("boot", gc.get_freeze_count() > 0))
+            asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+            return "test boot success"
+
+        asyncio.run(serve_until_signalled(start, shutdown, boot))
+        print(seen)
+    """)
+    assert out.splitlines()[-1] == "[('start', False), ('boot', True), ('shutdown', True)]"
