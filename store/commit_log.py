@@ -25,12 +25,14 @@ from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     BODY_LENGTH_AT,
     BORNHOST_V6_FLAG,
+    HOST_V6_FLAGS,
     MESSAGE_MAGIC_CODE,
     MIN_RECORD_SIZE,
     QUEUED_TRANSACTION_TYPES,
     RECORD_FIXED_SIZE,
     RECORD_HEADS_BY_HOSTS,
     STOREHOSTADDRESS_V6_FLAG,
+    SYS_FLAG_AT,
     TRANSACTION_ROLLBACK_TYPE,
     Host,
     MessageConst,
@@ -40,6 +42,8 @@ from rocketmq_py.remoting.protocol.message import (
     decode_record,
     host_bytes,
     properties_to_string,
+    record_field_at,
+    record_head,
     tags_string_to_tags_code,
 )
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
@@ -184,10 +188,14 @@ _FIXED = RECORD_FIXED_SIZE - 1
 # sender's would make readers take 8-byte hosts for 20-byte ones and misread the record.
 _NOT_HOST_FLAGS = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
 _PUT_OK = AppendMessageStatus.PUT_OK
-# Recovery's scan: a record's head up to an IPv4 record's body length, where the body length
-# is by host lengths, and the topics already found whole.
-_SCAN_HEAD = struct.Struct(">iiii4xq8xi44xi")  # flag and physical offset skipped: unused
+# Recovery's scan: the fields it tests of a record's head, read as an IPv4 record's through the
+# body length (which other host lengths move), and the topics already found whole.
+_SCAN_HEAD = record_head(fields=("total_size", "magic_code", "body_crc", "queue_id", "queue_offset", "sys_flag",
+                                 "body_length"))
+# A record's store timestamp by its host flags (only the born host moves it).
+_STORE_TIMESTAMP_AT = {flags: record_field_at("store_timestamp", flags) for flags in BODY_LENGTH_AT}
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 _SCAN_TOPICS: set[bytes] = set()
 # The kernel's largest readahead of one fault, seen here: 8 MiB.
 COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
@@ -508,10 +516,10 @@ class CommitLog:
 
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
         data = self.get_data(offset, size)
-        if data is None or len(data) < 64:
+        if data is None or len(data) < MIN_RECORD_SIZE:
             return -1
-        born_v6 = struct.unpack_from(">i", data, 36)[0] & 0x10
-        store_timestamp: int = struct.unpack_from(">q", data, 56 + (12 if born_v6 else 0))[0]
+        at = _STORE_TIMESTAMP_AT[_I32.unpack_from(data, SYS_FLAG_AT)[0] & HOST_V6_FLAGS]
+        store_timestamp: int = _I64.unpack_from(data, at)[0]
         return store_timestamp
 
     # -- recovery ---------------------------------------------------------------------------
@@ -544,7 +552,7 @@ class CommitLog:
         index_at = index_from - file_from_offset
         # Locals: this loop runs once per record of a gigabyte file.
         queued, tran_mask, magic_code = QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE, MESSAGE_MAGIC_CODE
-        body_len_at = BODY_LENGTH_AT
+        body_len_at, body_at, host_flags = BODY_LENGTH_AT, _SCAN_HEAD.size, HOST_V6_FLAGS
         with memoryview(mm) as view:
             # Every record is at least MIN_RECORD_SIZE bytes: below that only a BLANK filler can follow.
             last = limit - MIN_RECORD_SIZE
@@ -555,9 +563,9 @@ class CommitLog:
                 end = pos + total
                 if magic != magic_code or total < MIN_RECORD_SIZE or end > limit:
                     break
-                body = pos + 88
-                if sys_flag & 0x30:
-                    body = pos + body_len_at[sys_flag & 0x30]
+                body = pos + body_at
+                if sys_flag & host_flags:
+                    body = pos + body_len_at[sys_flag & host_flags]
                     (body_len,) = unpack_i32(mm, body)
                     body += 4
                 p = body + body_len

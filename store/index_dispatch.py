@@ -34,8 +34,14 @@ from collections.abc import Callable
 
 from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
+    BORNHOST_V6_FLAG,
+    HOST_V6_FLAGS,
     MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+    SYS_FLAG_AT,
     TRANSACTION_ROLLBACK_TYPE,
+    record_field_at,
+    record_head,
 )
 from rocketmq_py.store.index_file import IndexService, record_key_hashes
 from rocketmq_py.store.mapped_file import DISK_FULL_ERRNOS, reserve_blocks
@@ -61,8 +67,9 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 # By the host-length flags of a record: where its store timestamp is, and how to read it with
 # the body length that follows the store host, reconsume times and prepared offset.
-_MIDDLE = {flags: (48 + (20 if flags & 0x10 else 8), struct.Struct(f">q{(20 if flags & 0x20 else 8) + 12}xi"))
-           for flags in (0x00, 0x10, 0x20, 0x30)}
+_MIDDLE = {flags: (record_field_at("store_timestamp", flags),
+                   record_head(flags, ("store_timestamp", "body_length"), start="store_timestamp"))
+           for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, HOST_V6_FLAGS)}
 
 
 def _open_control(path: str) -> mmap.mmap:
@@ -280,8 +287,8 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
             continue
         if magic != MESSAGE_MAGIC_CODE or total <= 0:
             raise ValueError(f"no record at committed offset {offset} (magic {magic:#x}, size {total})")
-        (sys_flag,) = _I32.unpack_from(mm, pos + 36)
-        at, middle = _MIDDLE[sys_flag & 0x30]
+        (sys_flag,) = _I32.unpack_from(mm, pos + SYS_FLAG_AT)
+        at, middle = _MIDDLE[sys_flag & HOST_V6_FLAGS]
         store_ts, body_len = middle.unpack_from(mm, pos + at)
         p = pos + at + middle.size + body_len + 1
         p_end = p + mm[p - 1]

@@ -12,7 +12,7 @@ import ipaddress
 import socket
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from operator import methodcaller
 from typing import AnyStr
@@ -294,16 +294,50 @@ class MessageExt:
         return self.properties.get(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
 
 
-_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
-_TOTAL_MAGIC = struct.Struct(">ii")
 HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-# The record layout (docs/store-formats.md#message-record), written here once for every reader and
-# builder: everything from the size through the body length, by the host flags (born and store
-# address each 4+4 or 16+4 bytes), one pack or unpack per record. Then the body, the topic's
-# length byte and topic, the properties' 2-byte length and properties.
-RECORD_HEADS = {flags: struct.Struct(f">iiiiiqqiq{20 if flags & BORNHOST_V6_FLAG else 8}sq"
-                                      f"{20 if flags & STOREHOSTADDRESS_V6_FLAG else 8}siqi")
-                 for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, HOST_V6_FLAGS)}
+# The record's head, field by field (docs/store-formats.md#message-record): the one declaration
+# every reader and builder of the layout derives its Structs and positions from. Each field's
+# name and struct code; a host (``_HOST``) is its address and port, 4+4 bytes, or 16+4 under its
+# sysFlag bit. Then come the body, the topic's length byte and topic, the properties' 2-byte
+# length and properties.
+_HOST = "host"
+RECORD_HEAD_FIELDS = (("total_size", "i"), ("magic_code", "i"), ("body_crc", "i"), ("queue_id", "i"), ("flag", "i"),
+                      ("queue_offset", "q"), ("physical_offset", "q"), ("sys_flag", "i"), ("born_timestamp", "q"),
+                      ("born_host", _HOST), ("store_timestamp", "q"), ("store_host", _HOST),
+                      ("reconsume_times", "i"), ("prepared_transaction_offset", "q"), ("body_length", "i"))
+_HOST_FLAG = {"born_host": BORNHOST_V6_FLAG, "store_host": STOREHOSTADDRESS_V6_FLAG}
+
+
+def _field_codes(flags: int) -> list[tuple[str, str]]:
+    """Each field's name and fixed-size struct code (a host's as ``Ns``) under the host flags."""
+    return [(name, code if code != _HOST else f"{20 if flags & _HOST_FLAG[name] else 8}s")
+            for name, code in RECORD_HEAD_FIELDS]
+
+
+def record_head(flags: int = 0, fields: Collection[str] | None = None, start: str = "total_size") -> struct.Struct:
+    """A Struct of the head under the host flags, from field ``start`` through the body length:
+    every field, or only ``fields`` with the others skipped as padding (a reader that wants a few
+    fields of every record unpacks them in one call)."""
+    codes = _field_codes(flags)
+    names = [name for name, _ in codes]
+    fmt = "".join(code if fields is None or name in fields else f"{struct.calcsize(code)}x"
+                  for name, code in codes[names.index(start):])
+    return struct.Struct(">" + fmt)
+
+
+def record_field_at(name: str, flags: int = 0) -> int:
+    """Where field ``name`` sits in a record under the host flags."""
+    at = 0
+    for field_name, code in _field_codes(flags):
+        if field_name == name:
+            return at
+        at += struct.calcsize(">" + code)
+    raise KeyError(name)
+
+
+# The whole head by the host flags: one pack or unpack per record.
+RECORD_HEADS = {flags: record_head(flags)
+                for flags in (0, BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, HOST_V6_FLAGS)}
 # The same heads by (born host, store host) address lengths, with the flags they set: builders
 # know the lengths of the addresses they write.
 RECORD_HEADS_BY_HOSTS = {(20 if flags & BORNHOST_V6_FLAG else 8, 20 if flags & STOREHOSTADDRESS_V6_FLAG else 8):
@@ -315,6 +349,11 @@ RECORD_FIXED_SIZE = RECORD_HEADS[0].size - 16 + 1 + 2
 MIN_RECORD_SIZE = RECORD_FIXED_SIZE + 16
 # Where the body length sits, by the host flags: the head's last field.
 BODY_LENGTH_AT = {flags: head.size - 4 for flags, head in RECORD_HEADS.items()}
+# Where the sysFlag sits: before the hosts, the same for every record.
+SYS_FLAG_AT = record_field_at("sys_flag")
+# The fields before the born host: in the same place whatever the hosts.
+_BEFORE_HOSTS = record_field_at("born_host")
+_TOTAL_MAGIC = struct.Struct(">ii")  # the first two, a BLANK's as a record's
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
@@ -350,14 +389,14 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, check_cr
     stored, so a message it re-puts (retry, schedule, transaction) stays compressed.
     """
     end_of_buf = len(buf)
-    if end_of_buf - pos < _HEAD.size:
+    if end_of_buf - pos < _BEFORE_HOSTS:
         raise RecordError("truncated record header")
     (total, magic) = _TOTAL_MAGIC.unpack_from(buf, pos)
     if magic != MESSAGE_MAGIC_CODE:
         raise RecordError(f"bad magic code {magic:#x}")
     if total < MIN_RECORD_SIZE or pos + total > end_of_buf:
         raise RecordError(f"record size {total} does not fit")
-    (sys_flag,) = _I32.unpack_from(buf, pos + 36)
+    (sys_flag,) = _I32.unpack_from(buf, pos + SYS_FLAG_AT)
     head = RECORD_HEADS[sys_flag & HOST_V6_FLAGS]
     try:
         (_, _, crc, queue_id, flag, queue_offset, phys, _, born_ts, born_raw, store_ts, store_raw, reconsume,
