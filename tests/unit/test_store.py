@@ -17,6 +17,7 @@ from rocketmq_py.remoting.protocol.message import (
     MESSAGE_MAGIC_CODE,
     decode_offset_msg_id,
     decode_record,
+    encode_record,
     tags_string_to_tags_code,
 )
 from rocketmq_py.store.commit_log import MessageExtBrokerInner, RunEntry
@@ -366,6 +367,25 @@ async def test_a_run_is_stored_in_order_queued_and_read_back_like_single_puts(st
         assert {r["storeTimestamp"] for r in run_records} == {append.store_timestamp}
     tagged = store.get_message("g", "R", 0, 0, 32, MessageFilter({tags_string_to_tags_code("t2")}))
     assert [independent_decode(b)["body"] for b in tagged.buffers] == [b"run-2"]
+
+
+@pytest.mark.parametrize("born", [("10.1.2.3", 5555), ("fe80::1", 6666)])
+async def test_every_builder_writes_the_record_encode_record_writes(store: DefaultMessageStore,
+                                                                   born: tuple[str, int]) -> None:
+    """The single put's, the batch's and the run's builders each pack the head in their own loop
+    (docs/hot-modules.md: a shared pack function cost 9% per batched record); each is pinned here
+    to encode_record, the layout's reference builder, over the same declaration."""
+    msg = message("B", b"one", tags="t", keys="k1", uniq="U1", born_host=born)
+    msg.flag, msg.reconsume_times, msg.prepared_transaction_offset = 3, 2, 77
+    assert (await store.put_message(msg)).ok
+    assert (await store.put_messages(batch("B", [b"two", b""], properties=["KEYS\x01b", ""], born_host=born))).ok
+    run = message("B", b"four" * 100, tags="r", born_host=born, sys_flag=0x1)
+    assert store.append_run(_run(run), born, STORE_HOST).ok
+    got = store.get_message("g", "B", 0, 0, 32)
+    assert len(got.buffers) == 4
+    for record in got.buffers:
+        assert encode_record(decode_record(record)) == bytes(record)
+    assert [independent_decode(bytes(b))["prepared"] for b in got.buffers] == [77, 0, 0, 0]
 
 
 async def test_a_run_that_does_not_fit_goes_whole_to_the_next_file_and_one_too_large_is_refused(
