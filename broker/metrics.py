@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from rocketmq_py.broker.mqtrace import ConsumeMessageContext, SendMessageContext
-from rocketmq_py.common.metrics import Buckets, HistogramSeries, MetricsHttpServer
+from rocketmq_py.common.metrics import Buckets, DaemonMetrics, HistogramSeries
 from rocketmq_py.common.version import version_desc
 from rocketmq_py.remoting.codes import LanguageCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
@@ -348,26 +347,15 @@ class ConsumeMetricsHook:
                                                     long_polling=True)
 
 
-class BrokerMetrics:
+class BrokerMetrics(DaemonMetrics):
     """Wires the collector, the rpc latency histogram, process metrics and the exporter to one broker."""
 
     def __init__(self, broker: BrokerController, port: int, host: str,
                  registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
         self.collector = BrokerMetricsCollector(broker)
-        self.registry.register(self.collector)
-        ProcessCollector(registry=self.registry)
+        super().__init__(self.collector, port, host, registry)
         latency = RpcLatencyHook(self.collector.rpc_latency)
         for server in (broker.remoting_server, broker.fast_server):
             server.register_rpc_hook(latency)
         broker.send_processor.register_send_message_hook(SendMetricsHook(self.collector))
         broker.pull_processor.register_consume_message_hook(ConsumeMetricsHook(self.collector))
-        self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
-
-    async def start(self) -> None:
-        if self.server is not None:
-            await self.server.start()
-
-    async def close(self) -> None:
-        if self.server is not None:
-            await self.server.close()

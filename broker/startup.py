@@ -16,9 +16,8 @@ from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
 from rocketmq_py.common.build import build_name
-from rocketmq_py.common.cli import config_hint, fail, main_entry, one_line
+from rocketmq_py.common.cli import config_hint, fail, main_entry, startup_failures
 from rocketmq_py.common.daemon import parse_overrides, serve_until_signalled
-from rocketmq_py.common.exceptions import AddressInUseError
 from rocketmq_py.common.logsetup import default_log_dir, log_config, setup_logging
 from rocketmq_py.common.loop import run
 from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties, read_properties_file
@@ -70,17 +69,6 @@ def boot_message(controller: BrokerController) -> str:
             f"server is {cfg.namesrvAddr}")
 
 
-async def start_metrics(metrics: BrokerMetrics) -> None:
-    try:
-        await metrics.start()
-    except AddressInUseError as exc:
-        raise AddressInUseError(exc.addr, METRICS_HINT) from None
-    if metrics.server is not None:
-        line = f"The metrics exporter listening on {metrics.server.address}"
-        log.info(line)
-        print(line, flush=True)
-
-
 @app.command()
 def main(
     config_file: str | None = typer.Option(None, "-c", "--configFile", help="Broker config properties file"),
@@ -102,31 +90,14 @@ def main(
     if print_config:
         typer.echo(format_properties(broker_config, server_config, store_config), nl=False)
         raise typer.Exit(0)
-    try:
+    with startup_failures("mqbroker", PORT_HINT, {StoreLockedError: LOCKED_HINT}):
         setup_logging("broker", log_level, log_dir or default_log_dir(broker_config.rocketmqHome))
         log_config(broker_config, server_config, store_config)
         log.info("hot modules: %s", build_name())
         controller = BrokerController(broker_config, server_config, store_config)
         metrics = (BrokerMetrics(controller, broker_config.metricsPort, server_config.bindAddress)
                    if broker_config.metricsPort >= 0 else None)
-
-        async def start() -> None:
-            await controller.start()
-            if metrics is not None:
-                await start_metrics(metrics)
-
-        async def shutdown() -> None:
-            if metrics is not None:
-                await metrics.close()
-            await controller.shutdown()
-
-        run(serve_until_signalled(start, shutdown, lambda: boot_message(controller)))
-    except AddressInUseError as exc:
-        fail("mqbroker", exc, exc.hint or PORT_HINT)
-    except StoreLockedError as exc:
-        fail("mqbroker", exc, LOCKED_HINT)
-    except (OSError, RuntimeError, ValueError) as exc:
-        fail("mqbroker", f"cannot start: {one_line(exc)}")
+        run(serve_until_signalled(controller, metrics, METRICS_HINT, lambda: boot_message(controller)))
 
 
 def cli() -> None:

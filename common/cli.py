@@ -8,10 +8,14 @@ a value that is not a number) are one line too, not click's framed box.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator, Mapping
 from typing import NoReturn
 
 import typer
+
+from rocketmq_py.common.exceptions import AddressInUseError
 
 
 def one_line(exc: BaseException) -> str:
@@ -49,3 +53,25 @@ def config_hint(prog: str) -> str:
     from rocketmq_py.conf import CONF_DIR  # data package; imported late, only on this error path
 
     return f"check -c and -o ({prog} -p prints every key; example files in {CONF_DIR})"
+
+
+@contextlib.contextmanager
+def startup_failures(prog: str, port_hint: str,
+                     hints: Mapping[type[Exception], str] | None = None) -> Iterator[None]:
+    """A daemon's start and run with each failure met on a first run as one line, exit code 1.
+
+    A port in use names the option that moves it (``port_hint``, unless the error carries its own,
+    as the metrics exporter's does); a failure of a kind in ``hints`` (an OSError, RuntimeError or
+    ValueError kind, such as the store's lock being held) is followed by its hint; any other of
+    those kinds (a file it cannot read, a table it cannot parse) is "cannot start: <why>". Every
+    daemon CLI and ``mqstandalone`` answer alike, whichever of them meets the failure.
+    """
+    try:
+        yield
+    except AddressInUseError as exc:
+        fail(prog, exc, exc.hint or port_hint)
+    except (OSError, RuntimeError, ValueError) as exc:
+        for kind, hint in (hints or {}).items():
+            if isinstance(exc, kind):
+                fail(prog, exc, hint)
+        fail(prog, f"cannot start: {one_line(exc)}")

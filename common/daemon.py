@@ -1,17 +1,28 @@
 """What every daemon's CLI shares: ``-o key=value`` overrides, the boot line, and running until
-SIGINT/SIGTERM with a graceful shutdown (as uvicorn's server does)."""
+SIGINT/SIGTERM with a graceful shutdown (as uvicorn's server does), its exporter started after
+the daemon and closed before it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Protocol
 
 from rocketmq_py.common.heap import freeze_startup_heap
+from rocketmq_py.common.metrics import DaemonMetrics
 from rocketmq_py.common.properties import ConfigError
 
 log = logging.getLogger("rocketmq")
+
+
+class Controller(Protocol):
+    """A daemon's wiring and lifecycle (Java's NamesrvController, BrokerController)."""
+
+    async def start(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
 
 
 def parse_overrides(options: list[str]) -> dict[str, str]:
@@ -66,18 +77,23 @@ def wait_for_stop_signal() -> asyncio.Event:
     return stop
 
 
-async def serve_until_signalled(start: Callable[[], Awaitable[None]], shutdown: Callable[[], Awaitable[None]],
+async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics | None, metrics_hint: str,
                                 boot_message: Callable[[], str]) -> None:
-    """Start, print the boot line (tests and scripts wait for it on stdout), serve until
-    SIGINT/SIGTERM, then shut down cleanly."""
+    """Start the controller, then its exporter (``metrics_hint`` names the option that moves a
+    port in use), print the boot line (tests and scripts wait for it on stdout), serve until
+    SIGINT/SIGTERM, then close the exporter and shut the controller down cleanly."""
     raise_open_file_limit()
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
-    await start()
+    await controller.start()
+    if metrics is not None:
+        await metrics.start(metrics_hint)
     freeze_startup_heap()  # what start built lives as long as the daemon: no full collection walks it again
     message = boot_message()
     log.info(message)
     print(message, flush=True)
     await stop.wait()
     log.info("shutting down: %s", message.split(" boot success", 1)[0])
-    await shutdown()
+    if metrics is not None:
+        await metrics.close()
+    await controller.shutdown()

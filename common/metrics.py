@@ -15,6 +15,8 @@ from bisect import bisect_left
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 from rocketmq_py.common.exceptions import AddressInUseError
 
@@ -125,3 +127,34 @@ class MetricsHttpServer:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+
+
+async def start_exporter(server: MetricsHttpServer, hint: str) -> None:
+    """The exporter listening and its address announced: logged, and printed for the tests and
+    scripts that wait for the line; a port in use carries ``hint``, the option that moves it."""
+    try:
+        await server.start()
+    except AddressInUseError as exc:
+        raise AddressInUseError(exc.addr, hint) from None
+    line = f"The metrics exporter listening on {server.address}"
+    log.info(line)
+    print(line, flush=True)
+
+
+class DaemonMetrics:
+    """One daemon's registry (its collector and the process's own metrics) and its exporter, none
+    when ``port`` is negative; ``registry`` given, two daemons in one process share one exporter."""
+
+    def __init__(self, collector: Collector, port: int, host: str, registry: CollectorRegistry | None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.registry.register(collector)
+        ProcessCollector(registry=self.registry)
+        self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
+
+    async def start(self, hint: str = "") -> None:
+        if self.server is not None:
+            await start_exporter(self.server, hint)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from rocketmq_py.common.metrics import MetricsHttpServer
+from rocketmq_py.common.metrics import DaemonMetrics
 from rocketmq_py.remoting.metrics import RpcLatency, RpcLatencyHook
 
 if TYPE_CHECKING:
@@ -62,20 +61,11 @@ class NamesrvMetricsCollector(Collector):
         yield self.rpc_latency.family(NODE_LABELS, node)
 
 
-class NamesrvMetrics:
+class NamesrvMetrics(DaemonMetrics):
+    """Wires the collector, the rpc latency histogram, process metrics and the exporter to one NameServer."""
+
     def __init__(self, controller: NamesrvController, port: int, host: str,
                  registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
         collector = NamesrvMetricsCollector(controller)
-        self.registry.register(collector)
-        ProcessCollector(registry=self.registry)
+        super().__init__(collector, port, host, registry)
         controller.remoting_server.register_rpc_hook(RpcLatencyHook(collector.rpc_latency))
-        self.server = MetricsHttpServer(self.registry, host, port) if port >= 0 else None
-
-    async def start(self) -> None:
-        if self.server is not None:
-            await self.server.start()
-
-    async def close(self) -> None:
-        if self.server is not None:
-            await self.server.close()

@@ -12,9 +12,8 @@ import os
 
 import typer
 
-from rocketmq_py.common.cli import config_hint, fail, main_entry, one_line
+from rocketmq_py.common.cli import config_hint, fail, main_entry, startup_failures
 from rocketmq_py.common.daemon import parse_overrides, serve_until_signalled
-from rocketmq_py.common.exceptions import AddressInUseError
 from rocketmq_py.common.logsetup import default_log_dir, log_config, setup_logging
 from rocketmq_py.common.loop import run
 from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties, read_properties_file
@@ -70,37 +69,16 @@ def main(
     if print_config:
         typer.echo(format_properties(namesrv_config, server_config), nl=False)
         raise typer.Exit(0)
-    try:
+    # A kvConfig.json that neither it nor its backup can parse fails the start: Java's NameServer
+    # also refuses to start then, rather than serve with an empty KV table.
+    with startup_failures("mqnamesrv", PORT_HINT):
         setup_logging("namesrv", log_level, log_dir or default_log_dir(namesrv_config.rocketmqHome))
         log_config(namesrv_config, server_config)
         controller = NamesrvController(namesrv_config, server_config)
         metrics = (NamesrvMetrics(controller, namesrv_config.metricsPort, server_config.bindAddress)
                    if namesrv_config.metricsPort >= 0 else None)
-
-        async def start() -> None:
-            await controller.start()
-            if metrics is not None and metrics.server is not None:
-                try:
-                    await metrics.start()
-                except AddressInUseError as exc:
-                    raise AddressInUseError(exc.addr, METRICS_HINT) from None
-                line = f"The metrics exporter listening on {metrics.server.address}"
-                log.info(line)
-                print(line, flush=True)
-
-        async def shutdown() -> None:
-            if metrics is not None:
-                await metrics.close()
-            await controller.shutdown()
-
-        run(serve_until_signalled(start, shutdown, lambda: (
+        run(serve_until_signalled(controller, metrics, METRICS_HINT, lambda: (
             f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
-    except AddressInUseError as exc:
-        fail("mqnamesrv", exc, exc.hint or PORT_HINT)
-    except (OSError, ValueError) as exc:
-        # A kvConfig.json that neither it nor its backup can parse: Java's NameServer also
-        # refuses to start then, rather than serve with an empty KV table.
-        fail("mqnamesrv", f"cannot start: {one_line(exc)}")
 
 
 def cli() -> None:

@@ -17,12 +17,11 @@ import typer
 from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.controller import BrokerController
 from rocketmq_py.broker.metrics import BrokerMetrics
-from rocketmq_py.common.cli import fail, main_entry, one_line
+from rocketmq_py.common.cli import fail, main_entry, startup_failures
 from rocketmq_py.common.daemon import parse_overrides, raise_open_file_limit, wait_for_stop_signal
-from rocketmq_py.common.exceptions import AddressInUseError
 from rocketmq_py.common.logsetup import default_log_dir, setup_logging
 from rocketmq_py.common.loop import run
-from rocketmq_py.common.metrics import MetricsHttpServer
+from rocketmq_py.common.metrics import MetricsHttpServer, start_exporter
 from rocketmq_py.common.properties import ConfigError, apply_properties
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
@@ -114,11 +113,7 @@ async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettySe
         metrics = MetricsHttpServer(broker_metrics.registry, host, metrics_port)
     await broker.start()
     if metrics is not None:
-        try:
-            await metrics.start()
-        except AddressInUseError as exc:
-            raise AddressInUseError(exc.addr, METRICS_HINT) from None
-        print(f"The metrics exporter listening on {metrics.address}", flush=True)
+        await start_exporter(metrics, METRICS_HINT)
     print(f"The broker[broker-a, {broker.broker_addr}] boot success. serializeType=JSON and name server is "
           f"{namesrv.address}", flush=True)
     print(f"data dir: {home}")
@@ -170,14 +165,8 @@ def main(
         fail("mqstandalone", exc, "check -o: it takes the broker and store keys `mqbroker -p` prints", 2)
     setup_logging("standalone", log_level, default_log_dir(home))
     raise_open_file_limit()
-    try:
+    with startup_failures("mqstandalone", PORT_HINT, {StoreLockedError: LOCKED_HINT}):
         run(_serve(host, port, broker_setup, home, demo_only, metrics_port, dashboard_port))
-    except AddressInUseError as exc:
-        fail("mqstandalone", exc, exc.hint or PORT_HINT)
-    except StoreLockedError as exc:
-        fail("mqstandalone", exc, LOCKED_HINT)
-    except (OSError, RuntimeError, ValueError) as exc:
-        fail("mqstandalone", f"cannot start: {one_line(exc)}")
 
 
 def cli() -> None:
