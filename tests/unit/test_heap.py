@@ -69,18 +69,19 @@ def test_a_daemon_freezes_after_its_start_and_before_its_boot_line() -> None:
 
         seen = []
 
-        async def start():
-            seen.append(("start", gc.get_freeze_count() > 0))
+        class Controller:
+            async def start(self):
+                seen.append(("start", gc.get_freeze_count() > 0))
 
-        async def shutdown():
-            seen.append(("shutdown", gc.get_freeze_count() > 0))
+            async def shutdown(self):
+                seen.append(("shutdown", gc.get_freeze_count() > 0))
 
         def boot():
             seen.append(("boot", gc.get_freeze_count() > 0))
             asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
             return "test boot success"
 
-        asyncio.run(serve_until_signalled(start, shutdown, boot))
+        asyncio.run(serve_until_signalled(Controller(), None, "", boot))
         print(seen)
     """)
     assert out.splitlines()[-1] == "[('start', False), ('boot', True), ('shutdown', True)]"
