@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
 import json
 import os
 import ssl
@@ -23,7 +25,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,6 +65,36 @@ def start_broker(home: str, options: list[str] | None = None) -> tuple[subproces
         proc.kill()
         raise RuntimeError(f"mqbroker did not start: {line!r}")
     return proc, line.split("[", 1)[1].split("]", 1)[0].split(", ", 1)[1]
+
+
+@contextlib.contextmanager
+def running_broker(home: str, options: list[str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A broker until the block ends; its console drained in a thread (a full pipe would stall
+    it), the last lines kept for the error when it dies."""
+    proc, addr = start_broker(home, options)
+    tail: collections.deque[str] = collections.deque(maxlen=20)
+
+    def drain() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line.rstrip())
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        yield proc, addr
+    except BaseException:
+        if proc.poll() is not None:
+            print(f"broker exited with {proc.returncode}; its last lines:", *tail, sep="\n  ", file=sys.stderr)
+        raise
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        reader.join(10)
 
 
 _BASE: dict[tuple[str, bool], dict[str, str]] = {}
@@ -153,64 +188,100 @@ async def measure_batch(addr: str, topic: str, seconds: float) -> float:
     return sent / elapsed
 
 
-async def measure_pull(addr: str, topic: str, backlog: int) -> float:
-    client = await connect(addr)
-    await create_topic(client, addr, topic)
-    await asyncio.gather(*(send_batches(client, addr, topic, backlog // 4, None) for _ in range(4)))
+async def drain(client: RemotingClient, addr: str, topic: str, expected: int) -> int:
+    """Messages pulled from every queue of ``topic`` from offset 0 to its end, one pull in flight
+    per queue, 32 messages per pull."""
     received = 0
 
-    async def drain(qid: int) -> None:
+    async def queue(qid: int) -> None:
         nonlocal received
         offset = 0
         while True:
             header = PullMessageRequestHeader(consumerGroup="bench_cg", topic=topic, queueId=qid, queueOffset=offset,
                                               maxMsgNums=32, sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
                                               suspendTimeoutMillis=0, subVersion=0, subscription="*")
-            r = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), 10)
+            r = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), 30)
             if r.code != ResponseCode.SUCCESS:
                 return
             next_offset = int((r.ext_fields or {})["nextBeginOffset"])
             received += next_offset - offset
             offset = next_offset
 
+    await asyncio.wait_for(asyncio.gather(*(queue(q) for q in range(QUEUES))), 1800)
+    if received < expected:
+        raise RuntimeError(f"drained {received} of {expected}")
+    return received
+
+
+async def measure_pull(addr: str, topic: str, backlog: int) -> float:
+    client = await connect(addr)
+    await create_topic(client, addr, topic)
+    await asyncio.gather(*(send_batches(client, addr, topic, backlog // 4, None) for _ in range(4)))
     t0 = time.perf_counter()
-    await asyncio.gather(*(drain(q) for q in range(QUEUES)))
+    received = await drain(client, addr, topic, backlog)
     rate = received / (time.perf_counter() - t0)
     await client.close()
-    if received < backlog:
-        raise RuntimeError(f"drained {received} of {backlog}")
     return rate
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class SendTarget(NamedTuple):
+    """A broker to send to, over TLS with ``ssl_context``, signed with ``credentials``."""
+
+    addr: str
+    ssl_context: ssl.SSLContext | None = None
+    credentials: SessionCredentials | None = None
+
+
+def compare_send_64(kind: str, plain: SendTarget, other: SendTarget, seconds: float, rounds: int
+                    ) -> dict[str, float]:
+    """send_64 to ``plain`` and to ``other`` round by round, alternating which goes first so that
+    neither always meets the warmer machine: the medians, send_64_plain and send_64_<kind>, and
+    ratio_<kind>, the median of the rounds' own ratios (bench/acl_send.py, bench/tls_send.py)."""
+    series: dict[str, list[float]] = {"plain": [], kind: []}
+    for rnd in range(rounds):
+        order = [("plain", plain), (kind, other)]
+        if rnd % 2:
+            order.reverse()
+        for name, target in order:
+            series[name].append(run(measure_send(target.addr, f"{kind.upper()}64-{name}-{rnd}", 64, seconds,
+                                                 target.ssl_context, target.credentials)))
+        print(f"round {rnd + 1}: send_64_plain={series['plain'][-1]:,.0f}  "
+              f"send_64_{kind}={series[kind][-1]:,.0f}", flush=True)
+    return {"send_64_plain": round(statistics.median(series["plain"])),
+            f"send_64_{kind}": round(statistics.median(series[kind])),
+            f"ratio_{kind}": round(statistics.median(o / p for o, p in zip(series[kind], series["plain"],
+                                                                           strict=True)), 3)}
+
+
+def round_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every broker send bench takes: --seconds per measurement and --rounds."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
+    return parser
+
+
+def main() -> None:
+    parser = round_parser(__doc__)
     parser.add_argument("--backlog", type=int, default=200_000)
     parser.add_argument("-o", "--broker-option", action="append", default=[],
                         help="key=value passed to mqbroker as -o (repeatable)")
     ns = parser.parse_args()
     series: dict[str, list[float]] = {k: [] for k in ("send_1", "send_64", "send_batch_msgs", "pull_msgs",
                                                       "echo_rps_64")}
-    with tempfile.TemporaryDirectory() as home, echo_server() as echo_port:
-        proc, addr = start_broker(home, ns.broker_option)
-        try:
-            for rnd in range(ns.rounds):
-                figures = {
-                    "echo_rps_64": run(measure_streams_echo(echo_port, 64, ns.seconds)),
-                    "send_1": run(measure_send(addr, f"S1-{rnd}", 1, ns.seconds)),
-                    "send_64": run(measure_send(addr, f"S64-{rnd}", 64, ns.seconds)),
-                    "send_batch_msgs": run(measure_batch(addr, f"B-{rnd}", ns.seconds)),
-                    "pull_msgs": run(measure_pull(addr, f"P-{rnd}", ns.backlog)),
-                }
-                for key, value in figures.items():
-                    series[key].append(value)
-                print(f"round {rnd + 1}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True)
-        finally:
-            proc.terminate()
-            proc.wait(30)
-            if proc.stdout:
-                proc.stdout.close()
+    with tempfile.TemporaryDirectory() as home, echo_server() as echo_port, \
+            running_broker(home, ns.broker_option) as (_, addr):
+        for rnd in range(ns.rounds):
+            figures = {
+                "echo_rps_64": run(measure_streams_echo(echo_port, 64, ns.seconds)),
+                "send_1": run(measure_send(addr, f"S1-{rnd}", 1, ns.seconds)),
+                "send_64": run(measure_send(addr, f"S64-{rnd}", 64, ns.seconds)),
+                "send_batch_msgs": run(measure_batch(addr, f"B-{rnd}", ns.seconds)),
+                "pull_msgs": run(measure_pull(addr, f"P-{rnd}", ns.backlog)),
+            }
+            for key, value in figures.items():
+                series[key].append(value)
+            print(f"round {rnd + 1}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True)
     result: dict[str, float] = {k: round(statistics.median(v)) for k, v in series.items()}
     for key, name in (("ratio_send_64", "send_64"), ("ratio_batch", "send_batch_msgs"), ("ratio_pull", "pull_msgs")):
         result[key] = round(statistics.median(a / b for a, b in zip(series[name], series["echo_rps_64"],

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
-import contextlib
 import json
 import os
 import shutil
@@ -37,19 +35,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from broker_send import BODY, QUEUES, connect, create_topic, send_header, start_broker
+from broker_send import BODY, QUEUES, connect, create_topic, drain, running_broker, send_header
 from echo import echo_server, measure_streams_echo
 
 from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rocketmq_py.remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
 
 MIB = 1 << 20
 
@@ -78,36 +73,6 @@ def raise_open_file_limit() -> int:
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-@contextlib.contextmanager
-def broker(home: str, options: list[str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A broker until the block ends; its console drained in a thread (a full pipe would stall
-    it), the last lines kept for the error when it dies."""
-    proc, addr = start_broker(home, options)
-    tail: collections.deque[str] = collections.deque(maxlen=20)
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            tail.append(line.rstrip())
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        yield proc, addr
-    except BaseException:
-        if proc.poll() is not None:
-            print(f"broker exited with {proc.returncode}; its last lines:", *tail, sep="\n  ", file=sys.stderr)
-        raise
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        reader.join(10)
 
 
 async def send_one(client: RemotingClient, addr: str, topic: str, queue_id: int, body: bytes) -> None:
@@ -159,7 +124,7 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
     ones: list[float] = []
     manys: list[float] = []
     out: dict[str, float] = {}
-    with broker(home) as (_, addr):
+    with running_broker(home) as (_, addr):
         async def setup() -> tuple[float, float]:
             client = await connect(addr)
             try:
@@ -242,7 +207,7 @@ def measure_conns(sizes: Sizes, home: str) -> dict[str, float]:
     base: list[float] = []
     wide: list[float] = []
     cpu: dict[int, list[float]] = {sizes.conns_base: [], sizes.conns: []}
-    with broker(home) as (_, addr):
+    with running_broker(home) as (_, addr):
         async def go() -> None:
             gate = asyncio.Semaphore(50)
 
@@ -282,7 +247,7 @@ def measure_mb(sizes: Sizes, home: str) -> dict[str, float]:
     body = os.urandom(MIB)
     sends: list[float] = []
     echoes: list[float] = []
-    with broker(home) as (_, addr), echo_server() as echo_port:
+    with running_broker(home) as (_, addr), echo_server() as echo_port:
         async def go() -> None:
             client = await connect(addr)
             await create_topic(client, addr, "SCALE-MB")
@@ -333,31 +298,6 @@ async def commit_log_max_offset(client: RemotingClient, addr: str) -> int:
     return int(json.loads(r.body or b"{}")["table"]["commitLogMaxOffset"])
 
 
-async def drain(client: RemotingClient, addr: str, topic: str, expected: int) -> int:
-    """Messages pulled from every queue of ``topic`` from offset 0 to its end, one pull in flight
-    per queue, 32 messages per pull."""
-    received = 0
-
-    async def queue(qid: int) -> None:
-        nonlocal received
-        offset = 0
-        while True:
-            header = PullMessageRequestHeader(consumerGroup="scale_cg", topic=topic, queueId=qid, queueOffset=offset,
-                                              maxMsgNums=32, sysFlag=FLAG_SUBSCRIPTION, commitOffset=0,
-                                              suspendTimeoutMillis=0, subVersion=0, subscription="*")
-            r = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header), 30)
-            if r.code != ResponseCode.SUCCESS:
-                return
-            next_offset = int((r.ext_fields or {})["nextBeginOffset"])
-            received += next_offset - offset
-            offset = next_offset
-
-    await asyncio.wait_for(asyncio.gather(*(queue(q) for q in range(QUEUES))), 1800)
-    if received < expected:
-        raise RuntimeError(f"drained {received} of {expected}")
-    return received
-
-
 def dd_read(commit_log_dir: str, total: int) -> float:
     """Seconds for ``dd`` to read the first ``total`` bytes of the CommitLog files in order."""
     t0 = time.perf_counter()
@@ -380,7 +320,7 @@ def measure_cold(sizes: Sizes, home: str) -> dict[str, float | str]:
     body = os.urandom(sizes.cold_body)
     count = -(-sizes.backlog // sizes.cold_body)
     topic = "SCALE-COLD"
-    with broker(home) as (_, addr):
+    with running_broker(home) as (_, addr):
         async def write() -> float:
             client = await connect(addr)
             try:
@@ -393,7 +333,7 @@ def measure_cold(sizes: Sizes, home: str) -> dict[str, float | str]:
 
         wrote_s = run(write())
     print(f"  cold: wrote {count:,} messages of {sizes.cold_body:,} bytes in {wrote_s:.1f}s", flush=True)
-    with broker(home) as (proc, addr):  # restarted: nothing of the backlog mapped by the writer
+    with running_broker(home) as (proc, addr):  # restarted: nothing of the backlog mapped by the writer
         async def read() -> tuple[int, float, float]:
             client = await connect(addr)
             try:
