@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from rocketmq_py.common.busy_poll import BusyPoller
 from rocketmq_py.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from rocketmq_py.remoting.exceptions import (
@@ -98,6 +100,8 @@ class _Pending:
                 log.exception("invoke callback raised")
 
 
+# subclassed outside the compiled modules (mypyc's build, setup.py)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ConnectionEvents:
     """What an owner (server or client) hears about its connections."""
 
@@ -107,6 +111,8 @@ class ConnectionEvents:
     def on_exception(self, conn: RemotingConnection, exc: BaseException) -> None: ...
 
 
+# subclassed outside the compiled modules (tests' stand-ins for a live channel)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RemotingConnection(asyncio.Protocol):
     def __init__(self, processors: ProcessorTable, events: ConnectionEvents | None = None, *,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,

@@ -74,8 +74,7 @@ def test_the_scan_ends_a_file_where_the_record_by_record_walk_does(damage: list[
     """Bytes changed anywhere (or a tail zeroed, as a torn write leaves it): the scan stops at
     the same record as a strict decode of each, but for one case the scan does not test: a
     property byte that is no longer UTF-8 (the CRC covers the body only)."""
-    log = CommitLog.__new__(CommitLog)
-    log.config = small_config("unused")
+    log = CommitLog(small_config("unused"))  # no file is opened before load()
     with mmap.mmap(-1, LOG_SIZE) as mm:
         mm[:] = _log_file()
         for at, value in damage:
@@ -94,8 +93,7 @@ def test_the_scan_ends_a_file_where_the_record_by_record_walk_does(damage: list[
 
 
 def test_the_scan_lists_what_the_queues_lack() -> None:
-    log = CommitLog.__new__(CommitLog)
-    log.config = small_config("unused")
+    log = CommitLog(small_config("unused"))  # no file is opened before load()
     with mmap.mmap(-1, LOG_SIZE) as mm:
         mm[:] = _log_file()
         everything: dict[tuple[bytes, int], int] = {}
