@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rocketmq_py.broker.consumer_offset_manager import ConsumerOffsetManager
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingError
 from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupWrapper
-from rocketmq_py.remoting.protocol.topic import TopicConfigSerializeWrapper
+from rocketmq_py.remoting.protocol.topic import DataVersion, TopicConfigSerializeWrapper
 
 if TYPE_CHECKING:
     from rocketmq_py.broker.controller import BrokerController
@@ -29,6 +29,17 @@ log = logging.getLogger("rocketmq.broker")
 FIRST_DELAY = 3.0
 PERIOD = 10.0
 TIMEOUT = 3.0
+
+V = TypeVar("V")
+
+
+class VersionedTable(Protocol[V]):
+    """A config table a slave copies whole from its master: topic configs, subscription groups."""
+
+    data_version: DataVersion
+    table: dict[str, V]
+
+    async def persist_async(self) -> None: ...
 
 
 class SlaveSynchronize:
@@ -66,15 +77,8 @@ class SlaveSynchronize:
 
     async def _topic_config(self, body: bytes) -> None:
         wrapper = TopicConfigSerializeWrapper.decode(body)
-        manager = self.broker.topic_config_manager
-        if manager.data_version.counter == wrapper.dataVersion.counter and \
-                manager.data_version.timestamp == wrapper.dataVersion.timestamp:
-            return
-        manager.data_version.assign(wrapper.dataVersion)
-        manager.table.clear()
-        manager.table.update(wrapper.topicConfigTable)
-        await manager.persist_async()
-        log.info("Update slave topic config from master, %s", self.master_addr)
+        await self._replace_table(self.broker.topic_config_manager, wrapper.dataVersion, wrapper.topicConfigTable,
+                                  "topic config")
 
     async def _consumer_offset(self, body: bytes) -> None:
         received = ConsumerOffsetManager("")
@@ -93,12 +97,17 @@ class SlaveSynchronize:
 
     async def _subscription_group(self, body: bytes) -> None:
         wrapper = SubscriptionGroupWrapper.decode(body)
-        manager = self.broker.subscription_group_manager
-        if manager.data_version.counter == wrapper.dataVersion.counter and \
-                manager.data_version.timestamp == wrapper.dataVersion.timestamp:
+        await self._replace_table(self.broker.subscription_group_manager, wrapper.dataVersion,
+                                  wrapper.subscriptionGroupTable, "Subscription Group")
+
+    async def _replace_table(self, manager: VersionedTable[V], version: DataVersion, table: dict[str, V],
+                             what: str) -> None:
+        """The master's table in place of the slave's, whole, when its data version differs from
+        the slave's copy (Java's syncTopicConfig and syncSubscriptionGroupConfig alike)."""
+        if manager.data_version.counter == version.counter and manager.data_version.timestamp == version.timestamp:
             return
-        manager.data_version.assign(wrapper.dataVersion)
+        manager.data_version.assign(version)
         manager.table.clear()
-        manager.table.update(wrapper.subscriptionGroupTable)
+        manager.table.update(table)
         await manager.persist_async()
-        log.info("Update slave Subscription Group from master, %s", self.master_addr)
+        log.info("Update slave %s from master, %s", what, self.master_addr)
