@@ -22,7 +22,7 @@ from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
 from rocketmq_py.acl.session_credentials import SessionCredentials
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.errors import MQBrokerError, MQClientError, NoRouteError
-from rocketmq_py.common.busy_poll import DEFAULT_BUSY_POLL_MAX_MICROS
+from rocketmq_py.common.busy_poll import DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS
 from rocketmq_py.common.heap import freeze_startup_heap
 from rocketmq_py.remoting.client import RemotingClient
 from rocketmq_py.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, offers_serialize_type
@@ -76,8 +76,9 @@ class ClientConfig:
     # do; a Java broker does not, and gets JSON). False: JSON to every broker.
     msgpack_headers: bool = True
     # How long the event loop may keep polling after a read before it sleeps, in microseconds
-    # (common/busy_poll.py): a producer waiting on its answer is awake when it comes. 0: off.
-    busy_poll_max_micros: int = DEFAULT_BUSY_POLL_MAX_MICROS
+    # (common/busy_poll.py): a producer waiting on its answer, and a consumer on its held pull,
+    # is awake when it comes. 0: off. docs/latency.md says what it costs.
+    busy_poll_max_micros: int = DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS
     # The process's heap at the first client's start frozen out of the cyclic GC (common/heap.py):
     # full collections then no longer stall the loop for milliseconds. False: the GC left alone.
     freeze_heap_at_start: bool = True

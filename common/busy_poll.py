@@ -26,9 +26,17 @@ import os
 import time
 import weakref
 
-# Microseconds, the default of ServerConfig, NettyServerConfig and both ClientConfigs; 0 is off.
-# haltpoll's own default (guest_halt_poll_ns) is 200 µs too.
+# Microseconds, the default of ServerConfig, NettyServerConfig and the remoting layer's
+# ClientConfig (a daemon's own outbound links); 0 is off. haltpoll's own default
+# (guest_halt_poll_ns) is 200 µs too.
 DEFAULT_BUSY_POLL_MAX_MICROS = 200
+# The SDK's (client/instance.py's ClientConfig): long enough to span the gaps of a steady stream of
+# up to one message every 2 ms, and of a timer-paced sender waking each millisecond, so a consumer
+# is awake when its held pull is answered and a producer when its ack comes. A broker at 200 µs
+# spends nothing on a sparse stream; an SDK client at 2,000 µs spends up to a core while messages
+# come at least every 2 ms (the window fits the traffic: sparser streams and idle clients cost
+# nothing), which is the end-to-end latency a user of a broker gets by default (docs/latency.md).
+DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS = 2000
 START = 10e-6
 
 _monotonic = time.monotonic

@@ -75,3 +75,21 @@ async def test_one_poller_per_loop_and_none_when_off_or_on_one_cpu(monkeypatch: 
     assert busy_poller(0) is None
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     assert busy_poller(200) is None, "with one CPU the peer could not run while this process polled"
+
+
+async def test_sdk_clients_poll_longer_than_daemons_by_default() -> None:
+    """An SDK client spans a steady stream's gaps (docs/latency.md); a daemon's own links and
+    servers keep the short default, so a broker's loop is not raised by its NameServer client."""
+    from rocketmq_py.client.instance import ClientConfig, MQClientInstance
+    from rocketmq_py.remoting.client import RemotingClient
+    from rocketmq_py.remoting.server_config import NettyServerConfig
+
+    instance = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:9"), "c@1")
+    assert instance.remoting.config.busy_poll_max_micros == busy_poll.DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS
+    assert busy_poll.DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS >= 2 * 1000, "must span a 1 ms timer-paced sender's gaps"
+    assert RemotingClient().config.busy_poll_max_micros == busy_poll.DEFAULT_BUSY_POLL_MAX_MICROS
+    assert NettyServerConfig().serverBusyPollMaxMicros == busy_poll.DEFAULT_BUSY_POLL_MAX_MICROS
+    off = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:9", busy_poll_max_micros=0), "c@2")
+    assert off.remoting.config.busy_poll_max_micros == 0
+    await instance.remoting.close()
+    await off.remoting.close()
