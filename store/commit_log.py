@@ -204,6 +204,11 @@ COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
 COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
 
 
+# Bodies from this size on are written into the mapping apart from the record's other fields: a
+# joined record is one more copy of the body (a 1 MiB send's, bench/scale.py mb_1mib).
+_BODY_WRITTEN_APART = 64 * 1024
+
+
 class CommitLog:
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
@@ -483,16 +488,22 @@ class CommitLog:
         else:
             queue_offset = 0
         try:
-            record = b"".join((
-                head.pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
-                          queue_offset, offset, (sys_flag & _NOT_HOST_FLAGS) | host_flags, msg.born_timestamp, born,
-                          store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, len(body)),
-                body, topic, _I16.pack(len(props)), props))
+            fixed = head.pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag,
+                              queue_offset, offset, (sys_flag & _NOT_HOST_FLAGS) | host_flags, msg.born_timestamp,
+                              born, store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, len(body))
         except struct.error:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if mf is None:
             mf, pos = self._place(offset, size)
-        mf.mm[pos:pos + size] = record
+        mm = mf.mm
+        if len(body) < _BODY_WRITTEN_APART:
+            mm[pos:pos + size] = b"".join((fixed, body, topic, _I16.pack(len(props)), props))
+        else:  # a large body goes into the mapping as it is, not through a joined copy first
+            at = pos + len(fixed)
+            mm[pos:at] = fixed
+            mm[at:at + len(body)] = body
+            at += len(body)
+            mm[at:pos + size] = b"".join((topic, _I16.pack(len(props)), props))
         mf.wrote_position = pos + size
         if queued:
             table[key] = queue_offset + 1
