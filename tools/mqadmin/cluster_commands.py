@@ -19,6 +19,7 @@ from rocketmq_py.tools.mqadmin.common import (
     NamesrvOption,
     command,
     emit,
+    emit_configs,
     emit_kv,
     format_ts,
     run_admin,
@@ -183,14 +184,7 @@ def get_broker_config(
     async def job(admin: Admin) -> dict[str, dict[str, str]]:
         return {addr: await admin.get_broker_config(addr) for addr in await admin.broker_addrs(broker_addr, cluster)}
 
-    result = run_admin(namesrv, job)
-    if as_json:
-        emit(True, typed(result))
-        return
-    for addr, props in result.items():
-        typer.echo(f"============{addr}============")
-        for key, value in sorted(props.items()):
-            typer.echo(f"{key:<50s}=  {value}")
+    emit_configs(as_json, run_admin(namesrv, job))
 
 
 @command(app, "updateBrokerConfig", "Update broker's config")

@@ -182,6 +182,26 @@ def emit_kv(as_json: bool, data: dict[str, Any], title: str | None = None) -> No
     emit(as_json, data, ("key", "value"), sorted(data.items()), title)
 
 
+def emit_configs(as_json: bool, configs: dict[str, dict[str, str]]) -> None:
+    """Each server's properties under a ``====<addr>====`` line, key and value aligned, as Java's
+    getBrokerConfig and getNamesrvConfig print them; ``--json``: typed values per server."""
+    if as_json:
+        emit(True, typed(configs))
+        return
+    for addr, props in configs.items():
+        typer.echo(f"============{addr}============")
+        for key, value in sorted(props.items()):
+            typer.echo(f"{key:<50s}=  {value}")
+
+
+CONNECTION_COLUMNS = ("#", "#ClientId", "#ClientAddr", "#Language", "#Version")
+
+
+def connection_rows(connections: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """A connection set's rows under CONNECTION_COLUMNS (consumerConnection, producerConnection)."""
+    return [(i, c["clientId"], c["clientAddr"], c["language"], c["version"]) for i, c in enumerate(connections, 1)]
+
+
 def parse_timestamp(text: str) -> int:
     """mqadmin's time formats: ``now``, epoch millis, or ``yyyy-MM-dd#HH:mm:ss:SSS``."""
     text = text.strip()

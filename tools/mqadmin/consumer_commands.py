@@ -9,10 +9,12 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.remoting.protocol.subscription import SubscriptionGroupConfig
 from rocketmq_py.tools.mqadmin.app import app
 from rocketmq_py.tools.mqadmin.common import (
+    CONNECTION_COLUMNS,
     CommandError,
     JsonOption,
     NamesrvOption,
     command,
+    connection_rows,
     emit,
     format_ts,
     parse_timestamp,
@@ -172,9 +174,7 @@ def consumer_connection(
     if as_json:
         emit(True, info)
         return
-    emit(False, None, ("#", "#ClientId", "#ClientAddr", "#Language", "#Version"),
-         [(i, c["clientId"], c["clientAddr"], c["language"], c["version"])
-          for i, c in enumerate(info.get("connectionSet", []), 1)])
+    emit(False, None, CONNECTION_COLUMNS, connection_rows(info.get("connectionSet", [])))
     emit(False, None, ("#Topic", "#SubExpression"),
          [(t, s.get("subString", "*")) for t, s in sorted(info.get("subscriptionTable", {}).items())])
     typer.echo(f"ConsumeType: {info.get('consumeType')}")
@@ -190,9 +190,7 @@ def producer_connection(
     as_json: bool = JsonOption,
 ) -> None:
     info = run_admin(namesrv, lambda a: a.examine_producer_connection_info(group, topic))
-    emit(as_json, info, ("#", "#ClientId", "#ClientAddr", "#Language", "#Version"),
-         [(i, c["clientId"], c["clientAddr"], c["language"], c["version"])
-          for i, c in enumerate(info["connectionSet"], 1)])
+    emit(as_json, info, CONNECTION_COLUMNS, connection_rows(info["connectionSet"]))
 
 
 @command(app, "resetOffsetByTime", "Reset consumer offset by timestamp(without client restart)")

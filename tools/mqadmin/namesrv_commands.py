@@ -6,7 +6,15 @@ import typer
 
 from rocketmq_py.client.admin import Admin
 from rocketmq_py.tools.mqadmin.app import app
-from rocketmq_py.tools.mqadmin.common import CommandError, JsonOption, NamesrvOption, command, emit, run_admin, typed
+from rocketmq_py.tools.mqadmin.common import (
+    CommandError,
+    JsonOption,
+    NamesrvOption,
+    command,
+    emit,
+    emit_configs,
+    run_admin,
+)
 
 # NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG: where order topics' "brokerName:queueNum;..." live.
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
@@ -21,14 +29,7 @@ def get_namesrv_config(
     namesrv: str | None = NamesrvOption,
     as_json: bool = JsonOption,
 ) -> None:
-    configs = run_admin(namesrv, lambda a: a.get_namesrv_config(_servers(namesrv)))
-    if as_json:
-        emit(True, typed(configs))
-        return
-    for addr, props in configs.items():
-        typer.echo(f"============{addr}============")
-        for key, value in sorted(props.items()):
-            typer.echo(f"{key:<50s}=  {value}")
+    emit_configs(as_json, run_admin(namesrv, lambda a: a.get_namesrv_config(_servers(namesrv))))
 
 
 @command(app, "updateNamesrvConfig", "Update configs of name server.")
