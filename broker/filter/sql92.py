@@ -271,28 +271,27 @@ def _not(operand: _Expr) -> _Expr:
     return _Node(evaluate, f"NOT {operand}", True)
 
 
-def _and(left: _Expr, right: _Expr) -> _Expr:
+def _junction(word: str, decisive: bool, left: _Expr, right: _Expr) -> _Expr:
+    """AND (``decisive`` False) or OR (True) in SQL's three-valued logic: a decisive side decides
+    (the right is not evaluated when the left does); otherwise unknown if either side is unknown,
+    else the other truth value."""
     def evaluate(props: Properties) -> Value:
         lv = left.evaluate(props)
-        if lv is False:
-            return False
+        if lv is decisive:
+            return decisive
         rv = right.evaluate(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
-    return _Node(evaluate, f"({left} AND {right})", True)
+        if rv is decisive:
+            return decisive
+        return None if lv is None or rv is None else not decisive
+    return _Node(evaluate, f"({left} {word} {right})", True)
+
+
+def _and(left: _Expr, right: _Expr) -> _Expr:
+    return _junction("AND", False, left, right)
 
 
 def _or(left: _Expr, right: _Expr) -> _Expr:
-    def evaluate(props: Properties) -> Value:
-        lv = left.evaluate(props)
-        if lv is True:
-            return True
-        rv = right.evaluate(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
-    return _Node(evaluate, f"({left} OR {right})", True)
+    return _junction("OR", True, left, right)
 
 
 def _boolean_cast(operand: _Expr) -> _Expr:
