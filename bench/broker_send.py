@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from echo import echo_server, measure_streams_echo
+from echo import echo_server, measure_streams_echo, stop_process
 
 from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
 from rocketmq_py.acl.session_credentials import SessionCredentials
@@ -88,12 +88,7 @@ def running_broker(home: str, options: list[str] | None = None) -> Iterator[tupl
             print(f"broker exited with {proc.returncode}; its last lines:", *tail, sep="\n  ", file=sys.stderr)
         raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, 60)
         reader.join(10)
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 PAYLOAD = 1024
 
@@ -41,6 +42,16 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
+def stop_process(proc: subprocess.Popen[Any], grace: float) -> None:
+    """A server process stopped: SIGTERM, and SIGKILL when it has not exited within ``grace`` s."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
 @contextlib.contextmanager
 def subprocess_server(args: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
     """Run a server process until the block ends; stopped by PID (SIGTERM, then SIGKILL)."""
@@ -49,12 +60,7 @@ def subprocess_server(args: list[str], port: int) -> Iterator[subprocess.Popen[b
         wait_port(port, proc)
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc, 5)
         if proc.stderr:
             proc.stderr.close()
 
