@@ -84,7 +84,10 @@ def send_rows(opts: SinkOptions, schema: StructType, rows: Iterator[Any]) -> int
     return sent
 
 
-class RocketMQWriter(DataSourceWriter):
+class RowsWriter:
+    """What the batch and the streaming writer share: the options and schema checked on the
+    driver, and a task's rows sent and counted."""
+
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         check_schema(opts, schema)
         self.opts = opts
@@ -94,14 +97,13 @@ class RocketMQWriter(DataSourceWriter):
         return SentCount(send_rows(self.opts, self.schema, iterator))
 
 
-class RocketMQStreamWriter(DataSourceStreamWriter):
-    def __init__(self, opts: SinkOptions, schema: StructType) -> None:
-        check_schema(opts, schema)
-        self.opts = opts
-        self.schema = schema
+class RocketMQWriter(RowsWriter, DataSourceWriter):
+    """The batch sink's writer (``df.write.format("rocketmq")``)."""
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return SentCount(send_rows(self.opts, self.schema, iterator))
+
+class RocketMQStreamWriter(RowsWriter, DataSourceStreamWriter):
+    """The streaming sink's writer (``writeStream.format("rocketmq")``); a micro-batch commits nothing
+    more than its tasks sent."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing to do: every message was acknowledged before its task finished."""
