@@ -44,7 +44,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rocketmq_py.common.loop import run
-from rocketmq_py.remoting.protocol.message import MessageConst, crc32, properties_to_string, tags_string_to_tags_code
+from rocketmq_py.remoting.protocol.message import (
+    BODY_LENGTH_AT,
+    HOST_V6_FLAGS,
+    SYS_FLAG_AT,
+    MessageConst,
+    crc32,
+    properties_to_string,
+    tags_string_to_tags_code,
+)
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.store.message_store import DefaultMessageStore, PutMessageStatus
 
@@ -113,8 +121,8 @@ def body_spans(path: str, end: int) -> list[tuple[int, int, int]]:
         pos = 0
         while pos < end:
             total, _, crc = struct.unpack_from(">iii", mm, pos)
-            flags = struct.unpack_from(">i", mm, pos + 36)[0]
-            at = pos + 84 + (12 if flags & 0x10 else 0) + (12 if flags & 0x20 else 0)
+            flags = struct.unpack_from(">i", mm, pos + SYS_FLAG_AT)[0]
+            at = pos + BODY_LENGTH_AT[flags & HOST_V6_FLAGS]
             (body_len,) = struct.unpack_from(">i", mm, at)
             spans.append((at + 4, at + 4 + body_len, crc))
             pos += total

@@ -11,7 +11,7 @@ import struct
 from collections import OrderedDict
 
 from rocketmq_py.broker.filter.sql92 import FilterError, Sql92Expression, compile_sql92
-from rocketmq_py.remoting.protocol.message import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, string_to_properties
+from rocketmq_py.remoting.protocol.message import BODY_LENGTH_AT, HOST_V6_FLAGS, SYS_FLAG_AT, string_to_properties
 
 # Distinct selectors a broker keeps compiled; the oldest is dropped first.
 _CACHE_SIZE = 1024
@@ -37,18 +37,16 @@ def compile_cached(text: str | None) -> Sql92Expression:
     return hit
 
 
-_SYS_FLAG = struct.Struct(">i")  # at byte 36 of a record
-_BODY_LEN = struct.Struct(">i")
+_I32 = struct.Struct(">i")
 _PROPS_LEN = struct.Struct(">h")
 
 
 def record_properties(buf: bytes) -> dict[str, str]:
     """Only the properties of a stored record (layout in docs/store-formats.md#message-record): the filter needs
     nothing else, and skipping the rest of MessageExt halves the cost per record."""
-    (sys_flag,) = _SYS_FLAG.unpack_from(buf, 36)
-    # bornTimestamp ends at 48; then born host, store timestamp, store host, reconsumeTimes, prepared offset.
-    p = 48 + (20 if sys_flag & BORNHOST_V6_FLAG else 8) + 8 + (20 if sys_flag & STOREHOSTADDRESS_V6_FLAG else 8) + 12
-    (body_len,) = _BODY_LEN.unpack_from(buf, p)
+    (sys_flag,) = _I32.unpack_from(buf, SYS_FLAG_AT)
+    p = BODY_LENGTH_AT[sys_flag & HOST_V6_FLAGS]  # past the hosts, which the flags size
+    (body_len,) = _I32.unpack_from(buf, p)
     p += 4 + body_len
     p += 1 + buf[p]  # topic
     (props_len,) = _PROPS_LEN.unpack_from(buf, p)

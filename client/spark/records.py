@@ -18,7 +18,9 @@ from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     HOST_V6_FLAGS,
     MESSAGE_MAGIC_CODE,
+    MIN_RECORD_SIZE,
     RECORD_HEADS,
+    SYS_FLAG_AT,
     MessageConst,
     RecordError,
     string_to_properties,
@@ -43,7 +45,6 @@ ARROW_SCHEMA = pa.schema([
 _TOTAL_MAGIC = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
-_MIN_RECORD = 91  # a record with empty body, topic and properties and IPv4 hosts
 _UNIQ = MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _TAGS = MessageConst.TAGS
 _KEYS = MessageConst.KEYS
@@ -90,12 +91,12 @@ class RecordColumns:
         topics = self._topics
         heads = RECORD_HEADS
         while pos < size:
-            if size - pos < _MIN_RECORD:
+            if size - pos < MIN_RECORD_SIZE:
                 raise RecordError("truncated record header")
             total, magic = _TOTAL_MAGIC.unpack_from(buf, pos)
-            if magic != MESSAGE_MAGIC_CODE or total < _MIN_RECORD or pos + total > size:
+            if magic != MESSAGE_MAGIC_CODE or total < MIN_RECORD_SIZE or pos + total > size:
                 raise RecordError(f"bad record at {pos}: magic {magic:#x}, size {total}")
-            (sys_flag,) = _I32.unpack_from(buf, pos + 36)
+            (sys_flag,) = _I32.unpack_from(buf, pos + SYS_FLAG_AT)
             head = heads[sys_flag & HOST_V6_FLAGS]
             (_, _, _, queue_id, _, queue_offset, phys, _, born_ts, _, store_ts, store_raw, reconsume, _,
              body_len) = head.unpack_from(buf, pos)
