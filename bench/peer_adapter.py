@@ -10,6 +10,8 @@ the project's own ``.venv`` site-packages, on ``sys.path``, and starts ``mqnames
 Consumer: ``LitePullConsumer`` assigned every queue, long-polling pulls of ``batch`` messages,
 offsets committed every 5 s (RocketMQ's at-least-once model: ``ack`` has nothing left to do).
 ``PEER_ADAPTER_BROKER_OPTS="key=value key=value"`` passes broker options (``-o``), for A/B runs.
+``make_mypyc_adapter`` runs the daemons of the mypyc build beside these (``--peers none --adapter
+...:make_adapter --adapter ...:make_mypyc_adapter``: the pure and compiled daemons in one run).
 
 The SDK runs with its defaults, as a user gets it: nothing here tunes the client beyond them.
 ``PEER_ADAPTER_CLIENT_POLL_MICROS`` sets the clients' ``busy_poll_max_micros`` for A/B runs only
@@ -29,6 +31,8 @@ from collections.abc import Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROJECT_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+# The mypyc build's daemons (`make .venv-mypyc/.installed-mypyc`), for make_mypyc_adapter.
+MYPYC_PYTHON = os.path.join(ROOT, ".venv-mypyc", "bin", "python")
 sys.path.insert(0, ROOT)
 for site_dir in glob.glob(os.path.join(ROOT, ".venv", "lib", "python*", "site-packages")):
     site.addsitedir(site_dir)  # its .pth files too: the editable install's finder maps the subpackages
@@ -66,7 +70,9 @@ class RocketMQPyAdapter(PeerAdapter):
     durability = "commit log on mmap, ASYNC_FLUSH (acknowledged once in the page cache)"
     consumer_model = "lite pull: long-polling pulls per queue, batch N, offsets committed every 5 s"
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = PROJECT_PYTHON, name: str = "rocketmq-py") -> None:
+        self.python = python if os.path.exists(python) else sys.executable
+        self.name = name
         self.procs: list[subprocess.Popen[str]] = []
         self.namesrv = ""
         self.broker = ""
@@ -74,7 +80,8 @@ class RocketMQPyAdapter(PeerAdapter):
         self.admin: RemotingClient | None = None
 
     def start_server(self, workdir: str) -> None:
-        python = PROJECT_PYTHON if os.path.exists(PROJECT_PYTHON) else sys.executable
+        python = self.python
+        workdir = os.path.join(workdir, self.name)  # two builds' daemons side by side in one run
         extra = [arg for opt in os.environ.get("PEER_ADAPTER_BROKER_OPTS", "").split() for arg in ("-o", opt)]
         ns, self.namesrv = _boot([python, "-m", "rocketmq_py.namesrv.startup", "--listen-port", "0", "--bind-address",
                                   "127.0.0.1", "--home", os.path.join(workdir, "ns"), "--log-level", "WARNING"],
@@ -104,7 +111,8 @@ class RocketMQPyAdapter(PeerAdapter):
         return [p.pid for p in self.procs]
 
     def versions(self) -> dict[str, str]:
-        return {"server": "rocketmq-py (main)", "client": "rocketmq-py SDK"}
+        build = "mypyc build" if self.python == MYPYC_PYTHON else "pure Python"
+        return {"server": f"rocketmq-py (main, {build})", "client": "rocketmq-py SDK"}
 
     async def connect(self) -> None:
         self.producer = Producer("peerbench_pg", self.namesrv, send_msg_timeout=10)
@@ -174,3 +182,12 @@ class _Consumer(ConsumerHandle):
 
 def make_adapter() -> RocketMQPyAdapter:
     return RocketMQPyAdapter()
+
+
+def make_mypyc_adapter() -> RocketMQPyAdapter:
+    """The NameServer and broker of the mypyc build, beside make_adapter's pure ones in the same run
+    (``--adapter ...:make_adapter --adapter ...:make_mypyc_adapter``): an A/B of the daemons, whose
+    client (the harness's process, one build) is the same for both."""
+    if not os.path.exists(MYPYC_PYTHON):
+        raise RuntimeError(f"{MYPYC_PYTHON} missing: make .venv-mypyc/.installed-mypyc")
+    return RocketMQPyAdapter(MYPYC_PYTHON, "rocketmq-py-mypyc")
