@@ -12,6 +12,7 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import DaemonSet
+from tests.waiting import wait_for_async
 
 
 async def test_admin_end_to_end(daemons: DaemonSet) -> None:
@@ -59,6 +60,12 @@ async def test_admin_end_to_end(daemons: DaemonSet) -> None:
 
         by_id = await admin.view_message(sent[2].offset_msg_id)
         assert by_id.body == b"a2"
+        # The index is built by a child process that may still be starting on a loaded machine,
+        # and a query waits for it a second at most: wait (bounded) until the last send is found.
+        async def indexed() -> bool:
+            return await admin.query_message_by_unique_key("AdminTopic", sent[5].msg_id) is not None
+
+        assert await wait_for_async(indexed, 30), "the index child did not catch up"
         by_key = await admin.query_message("AdminTopic", "key-4")
         assert [m.body for m in by_key] == [b"a4"]
         by_uniq = await admin.query_message_by_unique_key("AdminTopic", sent[5].msg_id)
