@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from broker_send import BODY, QUEUES, connect, create_topic, drain, running_broker, send_header
 from echo import echo_server, measure_streams_echo
 
+from rocketmq_py.common.daemon import raise_open_file_limit
 from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
@@ -62,17 +64,6 @@ class Sizes:
 
 
 QUICK = Sizes(topics=500, conns=100, backlog=256 << 20, seconds=1.5, rounds=2)
-
-
-def raise_open_file_limit() -> int:
-    """The soft RLIMIT_NOFILE raised to the hard one (1,000 connections need more than 1,024);
-    the broker raises its own (remoting/daemon.py)."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 async def send_one(client: RemotingClient, addr: str, topic: str, queue_id: int, body: bytes) -> None:
@@ -378,7 +369,8 @@ def main() -> None:
                        ("backlog", ns.backlog_mib and ns.backlog_mib * MIB)):
         if value:
             setattr(sizes, key, value)
-    nofile = raise_open_file_limit()
+    raise_open_file_limit()  # 1,000 connections need more than a soft limit of 1,024
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     result: dict[str, float | str] = {}
     load_before = os.getloadavg()[0]
     for part in ns.only.split(","):
