@@ -18,18 +18,26 @@ def small_config(root: str, **overrides: object) -> MessageStoreConfig:
     return MessageStoreConfig(**base)  # type: ignore[arg-type]
 
 
-def message(topic: str, body: bytes, queue_id: int = 0, tags: str | None = None, keys: str | None = None,
-            uniq: str | None = None, born_host: tuple[str, int] = ("10.1.2.3", 5555), sys_flag: int = 0,
-            extra: dict[str, str] | None = None) -> MessageExtBrokerInner:
-    props: dict[str, str] = dict(extra or {})
+def message_properties(tags: str | None, keys: str | None, uniq: str | None,
+                       extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A message's properties as a producer sets them: ``extra``, then TAGS, KEYS and the unique
+    id where given (for stored records here and sent requests in tests/integration/broker_client.py)."""
+    props = dict(extra or {})
     if tags:
         props[MessageConst.TAGS] = tags
     if keys:
         props[MessageConst.KEYS] = keys
     if uniq:
         props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+    return props
+
+
+def message(topic: str, body: bytes, queue_id: int = 0, tags: str | None = None, keys: str | None = None,
+            uniq: str | None = None, born_host: tuple[str, int] = ("10.1.2.3", 5555), sys_flag: int = 0,
+            extra: dict[str, str] | None = None) -> MessageExtBrokerInner:
     return MessageExtBrokerInner(
-        topic=topic, body=body, queue_id=queue_id, properties_string=properties_to_string(props),
+        topic=topic, body=body, queue_id=queue_id,
+        properties_string=properties_to_string(message_properties(tags, keys, uniq, extra)),
         tags_code=tags_string_to_tags_code(tags), sys_flag=sys_flag, born_timestamp=1700000000123,
         born_host=born_host, store_host=STORE_HOST)
 

@@ -15,19 +15,14 @@ from rocketmq_py.remoting.protocol.broker import (
     SendMessageRequestHeaderV2,
 )
 from rocketmq_py.remoting.protocol.message import BatchEntry, MessageConst, encode_batch, properties_to_string
+from tests.store_helpers import message_properties
 from tests.waiting import wait_for_async
 
 
 def send_request(topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, queue_id: int = -1,
                  v2: bool = True, uniq: str | None = None, group: str = "test_producer",
                  properties: dict[str, str] | None = None, sys_flag: int = 0) -> RemotingCommand:
-    props = {MessageConst.WAIT_STORE_MSG_OK: "true", **(properties or {})}
-    if tags:
-        props[MessageConst.TAGS] = tags
-    if keys:
-        props[MessageConst.KEYS] = keys
-    if uniq:
-        props[MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+    props = message_properties(tags, keys, uniq, {MessageConst.WAIT_STORE_MSG_OK: "true", **(properties or {})})
     v1 = SendMessageRequestHeader(producerGroup=group, topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4,
                                   queueId=queue_id, sysFlag=sys_flag, bornTimestamp=int(time.time() * 1000),
                                   flag=0, properties=properties_to_string(props), reconsumeTimes=0)

@@ -118,16 +118,21 @@ class CppProcess:
 
     def finish(self, timeout: float = 60.0) -> list[dict[str, Any]]:
         """Wait for a scenario that ends by itself; its lines, or a failure with its stderr."""
+        self._exited(timeout, f"C++ client did not finish in {timeout}s; lines: {self.lines[-20:]}")
+        return list(self.lines)
+
+    def _exited(self, timeout: float, late: str) -> None:
+        """The client waited for (killed, and ``late`` raised, when it outlives ``timeout``), its
+        pipes closed, and its exit code 0."""
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
             self._close()
-            raise AssertionError(f"C++ client did not finish in {timeout}s; lines: {self.lines[-20:]}") from None
+            raise AssertionError(late) from None
         self._close()
         assert self.proc.returncode == 0, f"C++ client exited {self.proc.returncode}: {self.stderr()[-3000:]}"
-        return list(self.lines)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask a push consumer to shut down (committing its offsets) and wait for it, bounded."""
@@ -138,15 +143,7 @@ class CppProcess:
                 self.proc.stdin.flush()
             except BrokenPipeError:
                 pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-                self._close()
-                raise AssertionError(f"C++ consumer did not stop within {timeout}s") from None
-        self._close()
-        assert self.proc.returncode == 0, f"C++ client exited {self.proc.returncode}: {self.stderr()[-3000:]}"
+        self._exited(timeout, f"C++ consumer did not stop within {timeout}s")
         assert not self.of("error"), self.of("error")
 
     def kill(self) -> None:
