@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
@@ -25,3 +29,12 @@ async def wait_for_async(predicate: Callable[[], Awaitable[object]], timeout: fl
             return False
         await asyncio.sleep(interval)
     return True
+
+
+async def poll_count(consumer: LitePullConsumer, count: int, timeout: float) -> int:
+    """How many messages ``consumer``'s polls returned, polling until ``count`` or ``timeout`` s."""
+    got = 0
+    deadline = time.monotonic() + timeout
+    while got < count and time.monotonic() < deadline:
+        got += len(await consumer.poll(0.5))
+    return got

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -12,7 +11,7 @@ from rocketmq_py.client.admin import Admin
 from rocketmq_py.client.lite_pull_consumer import LitePullConsumer
 from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.daemons import DaemonSet
-from tests.waiting import wait_for_async
+from tests.waiting import poll_count, wait_for_async
 
 
 async def test_admin_end_to_end(daemons: DaemonSet) -> None:
@@ -42,10 +41,7 @@ async def test_admin_end_to_end(daemons: DaemonSet) -> None:
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         consumer.subscribe("AdminTopic")
         async with consumer:
-            got = 0
-            deadline = time.monotonic() + 10
-            while got < 4 and time.monotonic() < deadline:
-                got += len(await consumer.poll(0.5))
+            await poll_count(consumer, 4, 10)
             await consumer.commit()
             progress = await admin.examine_consume_stats("cg_admin", "AdminTopic")
             assert sum(w.broker_offset for w in progress.values()) == 6

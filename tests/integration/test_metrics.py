@@ -18,6 +18,7 @@ from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from tests.integration.broker_client import pull_request, send_request
 from tests.integration.daemons import DaemonSet
 from tests.integration.scrape import Samples, metrics_addr, scrape_async
+from tests.waiting import poll_count
 
 BODY = b"m" * 100
 NODE = {"cluster", "node_type", "node_id"}
@@ -151,10 +152,7 @@ async def test_names_labels_lag_and_dlq_as_rocketmq5(daemons: DaemonSet) -> None
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         consumer.subscribe("LagTopic")
         async with consumer:
-            got = 0
-            deadline = time.monotonic() + 20
-            while got < 4 and time.monotonic() < deadline:
-                got += len(await consumer.poll(0.5))
+            got = await poll_count(consumer, 4, 20)
             await consumer.commit()
             committed = sum(consumer.committed_offsets().values())
             assert 0 < committed < 20

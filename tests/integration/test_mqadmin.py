@@ -4,7 +4,6 @@ with its error path: a non-zero exit and exactly one line on stderr saying why."
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +15,7 @@ from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.mqadmin import app
 from tests.integration.cli import run_cli, run_cli_async
 from tests.integration.daemons import Daemon, DaemonSet
+from tests.waiting import poll_count
 
 COMMANDS = ["updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "clusterList", "brokerStatus",
             "updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection", "producerConnection",
@@ -218,10 +218,7 @@ async def test_connections_and_progress(cluster: tuple[Daemon, Daemon]) -> None:
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe("ConnTopic", "*")
     async with consumer:
-        got = 0
-        deadline = time.monotonic() + 20
-        while got < 6 and time.monotonic() < deadline:
-            got += len(await consumer.poll(0.5))
+        got = await poll_count(consumer, 6, 20)
         assert got == 6
         await consumer.commit()
         info = (await run_cli_async("mqadmin", "consumerConnection", "-g", "ConnGroup", "--json", "-n", ns.addr)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 from typer.testing import CliRunner
@@ -26,6 +25,7 @@ from rocketmq_py.remoting.protocol.heartbeat import ConsumeFromWhere
 from rocketmq_py.tools.mqadmin import app
 from tests.integration.cli import run_cli
 from tests.integration.daemons import Daemon
+from tests.waiting import poll_count
 
 RUNNER = CliRunner()
 
@@ -190,10 +190,7 @@ def test_consumer_status_and_config(cluster: tuple[Daemon, Daemon]) -> None:
                                     consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
         consumer.subscribe("OpsStatus")
         async with consumer:
-            deadline = time.monotonic() + 20
-            got = 0
-            while got < 2 and time.monotonic() < deadline:
-                got += len(await consumer.poll(0.5))
+            await poll_count(consumer, 2, 20)
             listed = await asyncio.to_thread(RUNNER.invoke, app, ["consumerStatus", "-g", "ops_status_group",
                                                                   "--json", "-n", ns.addr])
             table = await asyncio.to_thread(RUNNER.invoke, app, ["consumerStatus", "-g", "ops_status_group",
