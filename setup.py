@@ -28,6 +28,7 @@ PACKAGE_DIR: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
 
 # The modules mypyc compiles: docs/hot-modules.md says why each is hot, and which are left out why.
 MYPYC_MODULES = [
+    "rocketmq_py.broker.processors.send_plain",
     "rocketmq_py.remoting.command",
     "rocketmq_py.remoting.connection",
     "rocketmq_py.remoting.frame",
