@@ -526,10 +526,13 @@ class CommitLog:
         return mf.read(pos, size)
 
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
+        # Callers read only the head's first fields (Java's sizes, 80 or 92 bytes), not a record.
         data = self.get_data(offset, size)
-        if data is None or len(data) < MIN_RECORD_SIZE:
+        if data is None or len(data) < SYS_FLAG_AT + 4:
             return -1
         at = _STORE_TIMESTAMP_AT[_I32.unpack_from(data, SYS_FLAG_AT)[0] & HOST_V6_FLAGS]
+        if len(data) < at + 8:
+            return -1
         store_timestamp: int = _I64.unpack_from(data, at)[0]
         return store_timestamp
 

@@ -41,7 +41,12 @@ RUNTIME_INFO_KEYS = {
     "remainTransientStoreBufferNumbs", "remainHowManyDataToFlush", "commitLogDirCapacity",
 }
 # rocketmq-py's additions to the table (docs/admin-codes.md#get_broker_runtime_info); Java's tools ignore them.
-RUNTIME_INFO_ADDITIONS = {"pullRequestHoldCount"}
+# Ours beside Java's: the parked pulls, and a master's HA keys (docs/ha.md: 5.x's HARuntimeInfo
+# fields with an ha prefix, and 4.9.7's haPush2SlaveMaxOffset and slaveFallBehindMuch).
+RUNTIME_INFO_ADDITIONS = {
+    "pullRequestHoldCount", "haMaster", "haMasterCommitLogMaxOffset", "haSlaveNum", "haInSyncSlaveNums",
+    "haPush2SlaveMaxOffset", "slaveFallBehindMuch", "haConnectionInfo",
+}
 # What ClusterListSubCommand and BrokerStatusSubCommand read without a null check.
 CLUSTER_LIST_READS = {
     "putTps", "getTransferedTps", "sendThreadPoolQueueSize", "pullThreadPoolQueueSize",

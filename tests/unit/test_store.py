@@ -77,6 +77,18 @@ async def test_records_match_the_spec_layout(store: DefaultMessageStore, born: t
     assert store.look_message_by_offset(res.wrote_offset) == record
 
 
+@pytest.mark.parametrize("born", [("10.1.2.3", 5555), ("fe80::1", 6666)])
+async def test_a_store_time_is_read_from_a_records_first_bytes(store: DefaultMessageStore,
+                                                                born: tuple[str, int]) -> None:
+    """The earliest message time (runtime info) reads 80 bytes and abnormal recovery 92, as
+    Java's callers do: less than a whole record, the store timestamp within them."""
+    res = (await store.put_message(message("TopicA", b"x" * 300, born_host=born))).append_result
+    assert res is not None
+    for size in (80, 92):
+        assert store.commit_log.pickup_store_timestamp(res.wrote_offset, size) == res.store_timestamp > 0
+    assert store.commit_log.pickup_store_timestamp(res.wrote_offset, 20) == -1, "too short to hold it"
+
+
 async def test_batch_records_get_consecutive_offsets(store: DefaultMessageStore) -> None:
     bodies = [f"m{i}".encode() for i in range(5)]
     for born in (("10.1.2.3", 5555), ("::1", 5555)):
