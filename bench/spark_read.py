@@ -12,8 +12,12 @@ Real daemons (one NameServer, one Broker, ASYNC_FLUSH), a topic of 8 queues load
 
 Last line: one JSON object with spark_rows_per_s (the count), spark_parquet_rows_per_s,
 sdk_msgs_per_s, ratio = spark_rows_per_s / sdk_msgs_per_s (issue 27's goal: >= 0.8),
-ratio_parquet = spark_parquet_rows_per_s / sdk_msgs_per_s, and the machine's load averages over
-the run's last 1, 5 and 15 minutes (the figures mean little on a busy machine).
+ratio_parquet = spark_parquet_rows_per_s / sdk_msgs_per_s; the CPU every process of the run
+spent per message in each phase (sdk_cpu_us_per_msg: the SDK and the broker;
+spark_cpu_us_per_row and spark_parquet_cpu_us_per_row: the JVM, its Python workers and the
+broker) with cpu_ratio = sdk_cpu_us_per_msg / spark_cpu_us_per_row; and the machine's load
+averages at the end (rates mean little on a busy machine: a side running more processes takes a
+larger share of it, which the CPU figures do not reward).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import sys
@@ -74,27 +79,74 @@ async def load(namesrv: str, broker_addr: str, messages: int) -> None:
         await producer.shutdown()
 
 
-async def sdk_rate(namesrv: str, messages: int) -> float:
+async def sdk_rate(namesrv: str, messages: int) -> Figure:
     consumer = LitePullConsumer(f"spark-bench-sdk-{os.getpid()}", namesrv, instance_name="spark-bench-sdk",
                                 pull_batch_size=32, auto_commit=False,
                                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.assign([MessageQueue(TOPIC, "broker-a", q) for q in range(QUEUES)])
-    began = time.perf_counter()
-    await consumer.start()
     got = 0
-    try:
-        deadline = time.monotonic() + 1800
-        while got < messages and time.monotonic() < deadline:
-            got += len(await consumer.poll(5.0))
-    finally:
-        took = time.perf_counter() - began
-        await consumer.shutdown()
+    with Figure(messages) as sdk:
+        await consumer.start()
+        try:
+            deadline = time.monotonic() + 1800
+            while got < messages and time.monotonic() < deadline:
+                got += len(await consumer.poll(5.0))
+        finally:
+            await consumer.shutdown()
     if got != messages:
         raise RuntimeError(f"lite pull consumer got {got} of {messages}")
-    return messages / took
+    return sdk
 
 
-def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[float, float]:
+def cpu_seconds() -> float:
+    """CPU seconds (user and system, with reaped children's) spent so far by this process and every
+    live process under it -- the broker, the SDK in this process, Spark's JVM and its Python
+    workers -- from /proc; NaN off Linux. What a read costs in CPU is what a busy machine's
+    scheduler does not skew as it skews rates (the more processes a side runs, the larger its
+    share of an oversubscribed machine)."""
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return math.nan
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone since the listing
+        parents[pid] = int(fields[1])
+        spent[pid] = sum(int(x) for x in fields[11:15]) / tick
+    total, todo = 0.0, [os.getpid()]
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    while todo:
+        pid = todo.pop()
+        total += spent.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+class Figure:
+    """A timed phase: its rate and the CPU microseconds every process of the run spent per message."""
+
+    def __init__(self, messages: int) -> None:
+        self.messages = messages
+        self.rate = self.cpu_us = math.nan
+
+    def __enter__(self) -> Figure:
+        self._began, self._cpu = time.perf_counter(), cpu_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rate = self.messages / (time.perf_counter() - self._began)
+        self.cpu_us = (cpu_seconds() - self._cpu) / self.messages * 1e6
+
+
+def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[Figure, Figure]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -118,19 +170,17 @@ def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[float, float
         # is measured warm too. It reads the first 10,000 messages of each queue.
         head = json.dumps({f"broker-a:{q}": 10_000 for q in range(QUEUES)})
         df(endingOffsets=head).count()
-        began = time.perf_counter()
-        counted = df().count()
-        count_rate = counted / (time.perf_counter() - began)
+        with Figure(messages) as count:
+            counted = df().count()
         if counted != messages:
             raise RuntimeError(f"spark counted {counted} of {messages}")
         out = os.path.join(scratch, "parquet")
-        began = time.perf_counter()
-        df().write.mode("overwrite").parquet(out)
-        parquet_rate = messages / (time.perf_counter() - began)
+        with Figure(messages) as parquet:
+            df().write.mode("overwrite").parquet(out)
         written = spark.read.parquet(out).count()
         if written != messages:
             raise RuntimeError(f"parquet holds {written} of {messages}")
-        return count_rate, parquet_rate
+        return count, parquet
     finally:
         spark.stop()
 
@@ -149,17 +199,21 @@ def main() -> None:
         print(f"loaded {args.messages} x 1 KiB into {QUEUES} queues in {time.perf_counter() - began:.1f} s",
               flush=True)
         sdk = run(sdk_rate(ns.addr, args.messages))
-        print(f"SDK lite pull: {sdk:,.0f} msgs/s", flush=True)
-        count_rate, parquet_rate = spark_rates(ns.addr, args.messages, scratch)
-        print(f"Spark read -> count(): {count_rate:,.0f} rows/s; -> parquet: {parquet_rate:,.0f} rows/s", flush=True)
+        print(f"SDK lite pull: {sdk.rate:,.0f} msgs/s, {sdk.cpu_us:.1f} CPU us/msg", flush=True)
+        count, parquet = spark_rates(ns.addr, args.messages, scratch)
+        print(f"Spark read -> count(): {count.rate:,.0f} rows/s, {count.cpu_us:.1f} CPU us/row; "
+              f"-> parquet: {parquet.rate:,.0f} rows/s, {parquet.cpu_us:.1f} CPU us/row", flush=True)
     finally:
         for d in (broker, ns):
             if d is not None:
                 d.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-    print(json.dumps({"messages": args.messages, "spark_rows_per_s": round(count_rate),
-                      "spark_parquet_rows_per_s": round(parquet_rate), "sdk_msgs_per_s": round(sdk),
-                      "ratio": round(count_rate / sdk, 3), "ratio_parquet": round(parquet_rate / sdk, 3),
+    print(json.dumps({"messages": args.messages, "spark_rows_per_s": round(count.rate),
+                      "spark_parquet_rows_per_s": round(parquet.rate), "sdk_msgs_per_s": round(sdk.rate),
+                      "ratio": round(count.rate / sdk.rate, 3), "ratio_parquet": round(parquet.rate / sdk.rate, 3),
+                      "sdk_cpu_us_per_msg": round(sdk.cpu_us, 2), "spark_cpu_us_per_row": round(count.cpu_us, 2),
+                      "spark_parquet_cpu_us_per_row": round(parquet.cpu_us, 2),
+                      "cpu_ratio": round(sdk.cpu_us / count.cpu_us, 3),
                       "loadavg": [round(x, 2) for x in os.getloadavg()]}))
 
 
