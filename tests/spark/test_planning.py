@@ -18,9 +18,16 @@ from rocketmq_py.client.spark.options import (
     source_options,
 )
 from rocketmq_py.client.spark.partitions import QueueRange, split_ranges
-from rocketmq_py.client.spark.records import RecordColumns
+from rocketmq_py.client.spark.records import RecordColumns, properties_column
 from rocketmq_py.client.spark.source import cap_offsets
-from rocketmq_py.remoting.protocol.message import COMPRESSED_FLAG, MessageExt, encode_record
+from rocketmq_py.remoting.protocol.message import (
+    COMPRESSED_FLAG,
+    MessageExt,
+    RecordError,
+    create_offset_msg_id,
+    encode_record,
+    string_to_properties,
+)
 
 BASE = {"namesrvAddr": "127.0.0.1:9876", "topic": "T"}
 
@@ -117,10 +124,43 @@ def test_record_columns_decode_range_tags_and_compressed_bodies() -> None:
     cols = RecordColumns("broker-x")
     seen, last = cols.add_body(b"".join(records), 11, 16, frozenset({"A"}))
     assert (seen, last) == (6, 15)
+    assert cols.nbytes == len(b"m2") + 5000  # bodies as handed to Spark: inflated
     batch = cols.take().to_pydict()
     assert batch["queueOffset"] == [12, 14] and batch["body"] == [b"m2", b"z" * 5000]
     assert batch["brokerName"] == ["broker-x"] * 2 and batch["queueId"] == [3, 3]
     assert batch["keys"] == ["k2", "k4"] and batch["tags"] == ["A", "A"]
     assert batch["msgId"][0].startswith("0A000001") and len(batch["msgId"][0]) == 32  # offset msg id
     assert batch["bornTimestamp"][0].timestamp() == 1.002
-    assert len(cols) == 0
+    assert len(cols) == 0 and cols.nbytes == 0
+
+
+# Property texts as any writer may store them: names and values from a few letters, the two
+# separators anywhere (empty entries, entries without a value, a value holding NAME_VALUE_SEPARATOR),
+# repeated names, non-ASCII text.
+_PROPERTY_TEXT = st.lists(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "\x01", "\x02", "", "é", "v1", "x\x01y"]),
+                          max_size=12).map("".join)
+
+
+@given(st.lists(_PROPERTY_TEXT, min_size=1, max_size=20))
+def test_properties_column_is_string_to_properties_row_by_row(texts: list[str]) -> None:
+    """The batch parse (Arrow kernels) against the plain one, string_to_properties per row:
+    the same entries in the same order, and tags, keys and msgId looked up the same way."""
+    raw = [t.encode() for t in texts]
+    expected = [string_to_properties(t) for t in texts]
+    assert properties_column(raw).to_pylist() == [list(d.items()) for d in expected]
+    cols = RecordColumns("broker-x")
+    body = b"".join(encode_record(MessageExt(topic="T", body=b"b", queue_offset=i, store_host=("10.0.0.1", 10911),
+                                             commit_log_offset=i), properties=r) for i, r in enumerate(raw))
+    cols.add_body(body, 0, len(raw), None)
+    batch = cols.take().to_pydict()
+    assert batch["tags"] == [d.get("TAGS") for d in expected]
+    assert batch["keys"] == [d.get("KEYS") for d in expected]
+    assert batch["msgId"] == [d.get("UNIQ_KEY", create_offset_msg_id(("10.0.0.1", 10911), i))
+                              for i, d in enumerate(expected)]
+
+
+def test_properties_that_are_not_utf8_are_a_record_error() -> None:
+    cols = RecordColumns("broker-x")
+    cols.add_body(encode_record(MessageExt(topic="T", body=b"b"), properties=b"TAGS\x01\xff"), 0, 1, None)
+    with pytest.raises(RecordError):
+        cols.take()
