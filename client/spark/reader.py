@@ -17,7 +17,7 @@ from rocketmq_py.client.errors import MQClientError
 from rocketmq_py.client.spark.options import SourceOptions
 from rocketmq_py.client.spark.partitions import QueueRange
 from rocketmq_py.client.spark.puller import BlockingPuller
-from rocketmq_py.client.spark.records import RecordColumns
+from rocketmq_py.client.spark.records import BATCH_BYTES, RecordColumns
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.protocol.broker import FLAG_SUBSCRIPTION, PullMessageRequestHeader
@@ -42,7 +42,8 @@ def data_loss(what: str, fail: bool) -> None:
 
 
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
-    """Every message of ``part`` (tag-filtered), in queue order, ``rowsPerBatch`` rows at a time."""
+    """Every message of ``part`` (tag-filtered), in queue order, ``rowsPerBatch`` rows at a time
+    (fewer when their bodies pass BATCH_BYTES first)."""
     puller = BlockingPuller(part.broker_addr, opts.timeout, opts.credentials)
     try:
         yield from _read(puller, part, opts)
@@ -98,7 +99,7 @@ def _read(puller: BlockingPuller, part: QueueRange, opts: SourceOptions) -> Iter
                 if seen and last + 1 > next_offset:
                     next_offset = last + 1
                 not_found_since = None
-                if len(columns) >= opts.rows_per_batch:
+                if len(columns) >= opts.rows_per_batch or columns.nbytes >= BATCH_BYTES:
                     yield columns.take()
             elif r.code == ResponseCode.PULL_OFFSET_MOVED and next_offset > offset:
                 data_loss(f"offsets {offset}..{min(next_offset, part.end) - 1} of {where} were deleted "

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from rocketmq_py.client.message import Message
+from rocketmq_py.client.spark import reader
 from rocketmq_py.client.spark.options import source_options
 from rocketmq_py.client.spark.partitions import QueueRange
 from rocketmq_py.client.spark.puller import BlockingPuller
@@ -36,6 +37,23 @@ def test_short_pulls_void_the_window_sent_ahead_and_nothing_is_lost_or_doubled(c
     assert offsets == list(range(3, 140))
     assert [body for b in batches for body in b.column("body").to_pylist()] == bodies[3:140]
     assert max(b.num_rows for b in batches) < 50 + 32
+
+
+def test_a_batch_ends_at_its_byte_budget_before_its_row_count(cluster: tuple[Daemon, Daemon],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big bodies: a batch is handed over once its bodies pass BATCH_BYTES (within one pull's
+    answer, at most 256 KB), not after rowsPerBatch rows; nothing is lost or doubled across them."""
+    ns, broker = cluster
+    topic = "SparkReaderByteBudget"
+    create_topic(ns, broker, topic, queues=1)
+    bodies = [os.urandom(20_000) for _ in range(100)]
+    send(ns, topic, [(0, Message(topic, b)) for b in bodies])
+    monkeypatch.setattr(reader, "BATCH_BYTES", 150_000)
+    opts = source_options({"namesrvAddr": ns.addr, "topic": topic, "rowsPerBatch": "8192"}, False)
+    batches = list(read_range(QueueRange(topic, "broker-a", broker.addr, 0, 0, 100), opts))
+    assert [body for b in batches for body in b.column("body").to_pylist()] == bodies
+    assert len(batches) >= 100 * 20_000 // (150_000 + 256 * 1024)
+    assert all(sum(map(len, b.column("body").to_pylist())) < 150_000 + 256 * 1024 for b in batches)
 
 
 def test_puller_times_out_and_reports_a_closed_connection(cluster: tuple[Daemon, Daemon]) -> None:
