@@ -60,3 +60,12 @@ async def index_caught_up(store: DefaultMessageStore, timeout: float = 30.0) -> 
     tests are about. Without a child (inline index) there is nothing to wait for."""
     if store.index_dispatch is not None:
         assert await store.index_dispatch.wait_indexed_async(timeout), "the index child did not catch up"
+
+
+async def restarted(store: DefaultMessageStore) -> DefaultMessageStore:
+    """The same store shut down and loaded again from its files, as a broker restart does."""
+    await store.shutdown()
+    again = DefaultMessageStore(store.config)
+    await again.load()
+    await again.start()
+    return again

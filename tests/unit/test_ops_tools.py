@@ -30,6 +30,7 @@ from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import MessageStoreConfig
 from rocketmq_py.tools.bench_stats import LatencyRecorder, percentile
 from rocketmq_py.tools.mqadmin.common import CommandError, parse_timestamp
+from tests.unit.recording_connection import RecordingConnection
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -82,17 +83,6 @@ class _Runs(RequestProcessor):
         return [r.response(ResponseCode.SUCCESS) for r in requests[:2]]
 
 
-class _Conn:
-    remote_addr = "127.0.0.1:1"
-    is_open = True
-
-    def __init__(self) -> None:
-        self.written: list[RemotingCommand] = []
-
-    def write_command(self, cmd: RemotingCommand) -> None:
-        self.written.append(cmd)
-
-
 def _count(latency: RpcLatency, request_code: str, response_code: str) -> int:
     return sum(sum(b.counts) for labels, b in latency.series.items()
                if labels[1] == request_code and labels[2] == response_code)
@@ -106,7 +96,7 @@ async def test_rpc_latency_hook_times_awaited_plain_and_run_answers_and_forgets_
     table.register(RequestCode.HEART_BEAT, lambda conn, req: req.response(ResponseCode.SYSTEM_ERROR, "no"))
     table.register(RequestCode.PULL_MESSAGE, _Runs())
     table.register_rpc_hook(hook)
-    conn = _Conn()
+    conn = RecordingConnection()
     table.dispatch(conn, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, b"body"))  # type: ignore[arg-type]
     table.dispatch(conn, RemotingCommand.request(RequestCode.HEART_BEAT))  # type: ignore[arg-type]
     table.dispatch_all(conn, [RemotingCommand.request(RequestCode.PULL_MESSAGE)  # type: ignore[arg-type]

@@ -13,19 +13,7 @@ from rocketmq_py.remoting.exceptions import RemotingCommandException
 from rocketmq_py.remoting.frame import encode_frame
 from rocketmq_py.remoting.processor import REJECT_REMARK, ProcessorResult, ProcessorTable, RequestProcessor
 from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData
-
-
-class _Conn:
-    """What dispatch needs of a connection: its writes are recorded."""
-
-    remote_addr = "127.0.0.1:1"
-    is_open = True
-
-    def __init__(self) -> None:
-        self.written: list[RemotingCommand] = []
-
-    def write_command(self, cmd: RemotingCommand) -> None:
-        self.written.append(cmd)
+from tests.unit.recording_connection import RecordingConnection
 
 
 def _sync(conn: object, request: RemotingCommand) -> ProcessorResult:
@@ -42,7 +30,7 @@ async def _waits(conn: object, request: RemotingCommand) -> RemotingCommand:
 async def test_a_plain_handler_is_answered_before_dispatch_returns_without_a_task() -> None:
     table = ProcessorTable()
     table.register(1, _sync)  # type: ignore[arg-type]
-    conn = _Conn()
+    conn = RecordingConnection()
     request = RemotingCommand.request(1, {"a": "b"})
     table.dispatch(conn, request)  # type: ignore[arg-type]
     (answer,) = conn.written
@@ -53,7 +41,7 @@ async def test_a_plain_handler_is_answered_before_dispatch_returns_without_a_tas
 async def test_a_coroutine_handler_is_answered_when_it_finishes() -> None:
     table = ProcessorTable()
     table.register(2, _waits)  # type: ignore[arg-type]
-    conn = _Conn()
+    conn = RecordingConnection()
     request = RemotingCommand.request(2)
     table.dispatch(conn, request)  # type: ignore[arg-type]
     assert conn.written == [] and table.in_flight == 1
@@ -65,7 +53,7 @@ async def test_a_coroutine_handler_is_answered_when_it_finishes() -> None:
 async def test_a_plain_handler_that_raises_answers_system_error_and_oneway_gets_nothing() -> None:
     table = ProcessorTable()
     table.register(1, _sync)  # type: ignore[arg-type]
-    conn = _Conn()
+    conn = RecordingConnection()
     table.dispatch(conn, RemotingCommand.request(1, {"boom": "1"}))  # type: ignore[arg-type]
     (answer,) = conn.written
     assert answer.code == ResponseCode.SYSTEM_ERROR and "RuntimeError: exploded" in (answer.remark or "")
@@ -88,7 +76,7 @@ async def test_a_rejecting_processor_is_asked_before_every_request() -> None:
     table = ProcessorTable()
     busy = _Rejecting()
     table.register(3, busy)
-    conn = _Conn()
+    conn = RecordingConnection()
     table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
     busy.rejecting = False
     table.dispatch(conn, RemotingCommand.request(3))  # type: ignore[arg-type]
@@ -125,7 +113,7 @@ async def test_runs_of_one_code_go_to_process_requests_and_the_rest_singly_in_or
     runs = _Runs()
     table.register(5, runs)
     table.register(1, _sync)  # type: ignore[arg-type]
-    conn = _Conn()
+    conn = RecordingConnection()
     requests = [RemotingCommand.request(5), RemotingCommand.request(5),  # a run of two
                 RemotingCommand.request(5, {"single": "1"}),              # left alone: dispatched singly
                 RemotingCommand.request(5), RemotingCommand.request(5),  # the rest of that run, offered again
@@ -151,7 +139,7 @@ class _Hook:
         self.after: list[tuple[int, int | None]] = []
 
     def do_before_request(self, remote_addr: str, request: RemotingCommand) -> RemotingCommand | None:
-        assert remote_addr == _Conn.remote_addr
+        assert remote_addr == "127.0.0.1:1"
         self.before.append(request.opaque)
         if request.ext_fields and "deny" in request.ext_fields:
             return request.response(ResponseCode.NO_PERMISSION, "denied")
@@ -169,7 +157,7 @@ async def test_rpc_hooks_run_once_per_request_before_any_processor_and_keep_the_
     table.register(1, _sync)  # type: ignore[arg-type]
     hook = _Hook()
     table.register_rpc_hook(hook)
-    conn = _Conn()
+    conn = RecordingConnection()
     requests = [RemotingCommand.request(5), RemotingCommand.request(5, {"deny": "1"}), RemotingCommand.request(5),
                 RemotingCommand.request(1, {"deny": "1"}), RemotingCommand.request(99),
                 RemotingCommand.request(5).mark_oneway(), RemotingCommand.request(5, {"deny": "1"}).mark_oneway()]
@@ -206,7 +194,7 @@ async def test_rpc_hooks_are_told_every_answer_awaited_failed_busy_or_refused_by
             return request.response(ResponseCode.NO_PERMISSION, "second says no") if request.code == 1 else None
 
     table.register_rpc_hook(second := _Denies())
-    conn = _Conn()
+    conn = RecordingConnection()
     refused, awaited, failed, rejected = (RemotingCommand.request(1), RemotingCommand.request(2),
                                           RemotingCommand.request(2, {"x": "1"}), RemotingCommand.request(3))
     table.dispatch(conn, refused)  # type: ignore[arg-type]
@@ -238,7 +226,7 @@ async def test_a_failing_hook_neither_stops_the_answer_nor_the_other_hooks() -> 
     later = _Hook()
     table.register_rpc_hook(_Breaks())
     table.register_rpc_hook(later)
-    conn = _Conn()
+    conn = RecordingConnection()
     request = RemotingCommand.request(1)
     table.dispatch(conn, request)  # type: ignore[arg-type]
     assert [c.remark for c in conn.written] == ["inline"] and later.after == [(request.opaque, ResponseCode.SUCCESS)]
@@ -259,7 +247,7 @@ async def test_a_run_whose_processor_raises_is_answered_system_error_whole() -> 
     runs = _Runs()
     runs.explode = True
     table.register(5, runs)
-    conn = _Conn()
+    conn = RecordingConnection()
     requests = [RemotingCommand.request(5) for _ in range(3)]
     table.dispatch_all(conn, requests)  # type: ignore[arg-type]
     assert [(c.opaque, c.code) for c in conn.written] == [(r.opaque, ResponseCode.SYSTEM_ERROR) for r in requests]
@@ -313,7 +301,7 @@ async def test_a_handler_refuses_with_its_code_and_remark_by_raising_and_an_unre
     table = ProcessorTable()
     table.register(1, refuses)  # type: ignore[arg-type]
     table.register(2, reads_a_heartbeat)  # type: ignore[arg-type]
-    conn = _Conn()
+    conn = RecordingConnection()
     table.dispatch(conn, RemotingCommand.request(1))  # type: ignore[arg-type]
     for body in (None, b"{", b'{"clientID": 5, "consumerDataSet": [{"consumeType": 9}]}', b'{"clientID": "c1"}'):
         table.dispatch(conn, RemotingCommand.request(2, body=body))  # type: ignore[arg-type]

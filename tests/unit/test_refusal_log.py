@@ -11,17 +11,7 @@ from rocketmq_py.remoting.codes import ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.processor import ProcessorResult, ProcessorTable
 from rocketmq_py.remoting.protocol.heartbeat import HeartbeatData
-
-
-class _Conn:
-    is_open = True
-
-    def __init__(self, addr: str) -> None:
-        self.remote_addr = addr
-        self.written: list[RemotingCommand] = []
-
-    def write_command(self, cmd: RemotingCommand) -> None:
-        self.written.append(cmd)
+from tests.unit.recording_connection import RecordingConnection
 
 
 def _heartbeat(conn: object, request: RemotingCommand) -> ProcessorResult:
@@ -43,7 +33,7 @@ def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 def test_a_refused_body_is_logged_at_warn_with_address_code_and_reason(caplog: pytest.LogCaptureFixture) -> None:
     table = ProcessorTable()
     table.register(34, _heartbeat)  # type: ignore[arg-type]
-    conn = _Conn("10.1.2.3:4567")
+    conn = RecordingConnection("10.1.2.3:4567")
     caplog.set_level(logging.WARNING, logger="rocketmq.remoting")
     table.dispatch(conn, RemotingCommand.request(34, body=b'{"consumerDataSet":[]}'))  # type: ignore[arg-type]
     (answer,) = conn.written
@@ -58,7 +48,7 @@ def test_a_header_decode_failure_and_a_refused_oneway_request_are_logged(caplog:
     table = ProcessorTable()
     table.register(10, _needs_header)  # type: ignore[arg-type]
     table.register(34, _heartbeat)  # type: ignore[arg-type]
-    conn = _Conn("10.1.2.3:4567")
+    conn = RecordingConnection("10.1.2.3:4567")
     caplog.set_level(logging.WARNING, logger="rocketmq.remoting")
     table.dispatch(conn, RemotingCommand.request(10))  # type: ignore[arg-type]
     table.dispatch(conn, RemotingCommand.request(34, body=b"not json").mark_oneway())  # type: ignore[arg-type]
@@ -104,5 +94,5 @@ def test_a_served_request_logs_nothing(caplog: pytest.LogCaptureFixture) -> None
     table = ProcessorTable()
     table.register(34, _heartbeat)  # type: ignore[arg-type]
     caplog.set_level(logging.WARNING, logger="rocketmq.remoting")
-    table.dispatch(_Conn("a:1"), RemotingCommand.request(34, body=b'{"clientID":"c"}'))  # type: ignore[arg-type]
+    table.dispatch(RecordingConnection("a:1"), RemotingCommand.request(34, body=b'{"clientID":"c"}'))  # type: ignore[arg-type]
     assert _refusal_lines(caplog) == []

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rocketmq_py.store import mapped_file
 from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, PutMessageStatus
-from tests.store_helpers import STORE_HOST, batch, message, small_config
+from tests.store_helpers import STORE_HOST, batch, message, restarted, small_config
 
 
 def _refusing(errno_value: int, refuse: list[bool]):  # type: ignore[no-untyped-def]
@@ -73,10 +73,7 @@ async def test_refused_file_creation_changes_nothing(tmp_path_factory: pytest.Te
     refuse[0] = False
     for restart in (False, True):
         if restart:
-            await store.shutdown()
-            store = DefaultMessageStore(cfg)
-            await store.load()
-            await store.start()
+            store = await restarted(store)
         for (qid, offset), body in acked.items():
             got = store.get_message("g", "Full", qid, offset, 1)
             assert got.status == GetMessageStatus.FOUND, (qid, offset, got.status, restart)
@@ -175,10 +172,7 @@ async def test_many_queues_written_hold_few_mappings(tmp_path: str, monkeypatch:
     assert cq is not None and not cq.queue.files[-1].is_full
     for restart in (False, True):
         if restart:
-            await store.shutdown()
-            store = DefaultMessageStore(cfg)
-            await store.load()
-            await store.start()
+            store = await restarted(store)
         for t, topic in enumerate(topics):
             for qid in range(4):
                 assert store.get_max_offset_in_queue(topic, qid) == 3
