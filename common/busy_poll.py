@@ -14,10 +14,8 @@ next read comes after the window closed but within ``max``, the window doubles (
 ``START``), so the next such gap is caught; when it comes later than ``max``, the window
 halves, down to 0 below ``START``. Sparse traffic therefore costs no CPU, and busy traffic at
 most ``max`` of polling per read. While polling the loop yields its CPU to any other runnable
-thread (``sched_yield``), so work sharing the core is not starved; when a yield does hand the
-CPU to another thread, the CPU is busy, will not halt, and polling stops until the next read (on a
-machine with more runnable work than CPUs, polling on can make tails worse: docs/latency.md). A
-process limited to one CPU never polls: there, its peer could not run while it did.
+thread (``sched_yield``), so work sharing the core is not starved, and a process limited to one
+CPU never polls: there, its peer could not run while it did.
 """
 
 from __future__ import annotations
@@ -40,9 +38,6 @@ DEFAULT_BUSY_POLL_MAX_MICROS = 200
 # nothing), which is the end-to-end latency a user of a broker gets by default (docs/latency.md).
 DEFAULT_CLIENT_BUSY_POLL_MAX_MICROS = 2000
 START = 10e-6
-# A yield that took longer than this gave the CPU to someone else (an uncontended one returns in
-# about a microsecond): the polling stops until the next read.
-CONTENDED = 50e-6
 
 _monotonic = time.monotonic
 # os.sched_yield is POSIX-only; on Windows a zero sleep gives the rest of the time slice away too.
@@ -86,15 +81,8 @@ class BusyPoller:
 
     def _poll(self) -> None:
         # A ready callback makes the loop poll its sockets without blocking, then run this again.
-        now = _monotonic()
-        if now < self._until:
+        if _monotonic() < self._until:
             _yield()
-            if _monotonic() - now > CONTENDED:
-                # Another thread ran on this CPU in the yield: it is not idle, so it will not halt
-                # and a wake-up costs nothing to save; polling on would only take turns from the
-                # work sharing it (and, under CFS, push this process back in the queue).
-                self._active = False
-                return
             self._loop.call_soon(self._poll)
         else:
             self._active = False

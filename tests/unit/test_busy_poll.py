@@ -58,30 +58,6 @@ def test_window_grows_to_catch_short_gaps_and_collapses_on_sparse_traffic(monkey
     assert shrinking == [100, 50, 25, 12.5, 0, 0], "halves on gaps past max, then stops polling"
 
 
-def test_polling_stops_at_a_yield_that_let_another_thread_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = _Clock()
-    monkeypatch.setattr(busy_poll, "_monotonic", clock)
-    steps = iter([1e-6, 1e-6, 400e-6])  # two uncontended yields, then one that lost the CPU
-
-    def yield_() -> None:
-        clock.now += next(steps)
-
-    monkeypatch.setattr(busy_poll, "_yield", yield_)
-    loop = _Loop()
-    poller = BusyPoller(loop, 2e-3)  # type: ignore[arg-type]
-    poller.window = 2e-3
-    poller.end()
-    ran = 0
-    while loop.scheduled:
-        callback = loop.scheduled.pop()
-        callback()  # type: ignore[operator]
-        ran += 1
-    assert ran == 3 and not poller.polling, "polls on through quick yields, stops at the contended one"
-    assert clock.now < poller._until, "stopped inside its window, not at its end"
-    poller.end()
-    assert poller.polling, "the next read polls again"
-
-
 async def test_polling_stops_by_itself_on_a_real_loop() -> None:
     poller = BusyPoller(asyncio.get_running_loop(), 200e-6)
     poller.window = 200e-6
