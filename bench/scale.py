@@ -6,7 +6,8 @@ figure a ratio within one run:
 - ``topics_10k``: 1 KiB sends at 64 in flight spread over 10,000 topics of 8 queues each (every
   queue written in turn), over the same sends to one topic. The topics are created first and
   every queue is written once (timed, ``topics_create_s`` and ``topics_first_pass``) before the
-  rounds, so the rounds measure the steady state.
+  rounds, so the rounds measure the steady state. Beside it, ``topics_shutdown_s``: the seconds
+  the broker then takes to exit on SIGTERM.
 - ``conns_1k``: the messages per second answered when a bounded total rate is offered from 1,000
   connections (each its own client, the rate spread evenly over them), over the same from 10.
 - ``mb_1mib``: MB/s of 1 MiB sends at 8 in flight over the streams echo's MB/s with 1 MiB frames
@@ -142,6 +143,9 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
                 await client.close()
 
         run(rounds())
+        stopping = time.perf_counter()
+    # SIGTERM to exit: the shutdown's flush of every queue written (a SIGKILL after 60 s shows as 60).
+    out["topics_shutdown_s"] = round(time.perf_counter() - stopping, 1)
     out["send_64_1_topic"] = round(statistics.median(ones))
     out[f"send_64_{sizes.topics}_topics"] = round(statistics.median(manys))
     out["topics_10k"] = round(statistics.median(m / o for m, o in zip(manys, ones, strict=True)), 3)

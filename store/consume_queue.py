@@ -13,7 +13,7 @@ import os
 import struct
 from collections.abc import Iterator
 
-from rocketmq_py.store.mapped_file import MappedFile, MappedFileQueue
+from rocketmq_py.store.mapped_file import PAGE_SIZE, MappedFile, MappedFileQueue
 
 log = logging.getLogger("rocketmq.store")
 
@@ -59,8 +59,25 @@ def _valid_prefix(mm: mmap.mmap, file_size: int) -> int:
     return pos
 
 
+class QueuesToFlush:
+    """The queues a flush must look at, so that flushing costs what was written, not the number
+    of queues (10,000 topics of 8 queues are 80,000): ``dirty``, those written since their last
+    sync (the thorough flush's and the shutdown's), and ``due``, those of them with
+    ``least_pages`` pages unsynced or a full file (the periodic flush's, Java's
+    flushConsumeQueueLeastPages). A queue joins them as its writer passes a mark
+    (``ConsumeQueue.note_written``); ConsumeQueueStore.forget_flushed takes it out."""
+
+    def __init__(self, least_pages: int = 2) -> None:
+        self.least_pages = least_pages
+        self.dirty: set[ConsumeQueue] = set()
+        self.due: set[ConsumeQueue] = set()
+
+
 class ConsumeQueue:
-    def __init__(self, topic: str, queue_id: int, root: str, file_size: int) -> None:
+    def __init__(self, topic: str, queue_id: int, root: str, file_size: int,
+                 to_flush: QueuesToFlush | None = None) -> None:
+        """``to_flush``: the store's sets of queues to flush, which this one joins as it is
+        written (its own when none is given)."""
         self.topic = topic
         self.queue_id = queue_id
         # Round the file size down to whole units, as Java does.
@@ -69,6 +86,37 @@ class ConsumeQueue:
                                      reserve_chunk=CQ_RESERVE_CHUNK, release_idle=True)
         self.max_physic_offset = -1
         self.min_logic_offset = 0
+        self.to_flush = QueuesToFlush() if to_flush is None else to_flush
+        self.dirty = False
+        # The logical byte from which a unit written is noted (``note_written``): -1 when the
+        # queue is synced (its next unit makes it dirty), then the unit that makes it due. One
+        # comparison per unit on the put path.
+        self.note_from = -1
+
+    def note_written(self) -> None:
+        """Units written up to the queue's end: it joins the dirty set, and the due set once it
+        has least_pages pages unsynced or a full file (``files_to_flush``'s rule, judged here
+        from the last two files); else the mark moves to where it will be due."""
+        to_flush = self.to_flush
+        if not self.dirty:
+            self.dirty = True
+            to_flush.dirty.add(self)
+        files = self.queue.files
+        mf = files[-1]
+        start = mf.file_from_offset
+        due_at = start + min((mf.flushed_position // PAGE_SIZE + to_flush.least_pages) * PAGE_SIZE, mf.file_size)
+        if start + mf.wrote_position >= due_at or (len(files) > 1 and files[-2].flushed_position < self.file_size):
+            to_flush.due.add(self)
+            self.note_from = 1 << 62  # nothing more to note until it is synced
+        else:
+            self.note_from = due_at - CQ_STORE_UNIT_SIZE
+
+    def synced(self) -> None:
+        """Nothing unsynced left: out of the flush sets until it is written again."""
+        self.dirty = False
+        self.to_flush.dirty.discard(self)
+        self.to_flush.due.discard(self)
+        self.note_from = -1
 
     def load(self) -> None:
         self.queue.load()
@@ -119,6 +167,8 @@ class ConsumeQueue:
                     _UNIT.pack_into(mm, pos, offset, size, tags_code)
                 mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
                 self.max_physic_offset = offset + size
+                if expect >= self.note_from:
+                    self.note_written()
                 return True
         mf = self._first_file(expect) if not self.queue.files else self.queue.get_last_mapped_file(expect)
         current = mf.file_from_offset + mf.wrote_position
@@ -131,6 +181,7 @@ class ConsumeQueue:
         mf.mapping()
         mf.append(_UNIT.pack(offset, size, tags_code))
         self.max_physic_offset = offset + size
+        self.note_written()
         return True
 
     def _first_file(self, expect: int) -> MappedFile:
@@ -141,6 +192,7 @@ class ConsumeQueue:
             self.min_logic_offset = expect
             mf.reserve(expect - mf.file_from_offset, CQ_RESERVE_CHUNK)
             mf.append(_BLANK_UNIT * ((expect - mf.file_from_offset) // CQ_STORE_UNIT_SIZE))
+            self.note_written()
         return mf
 
     def _reserve_for_writer(self, mf: MappedFile, end: int) -> None:
@@ -194,6 +246,7 @@ class ConsumeQueue:
         mf.wrote_position = end
         offset, size, _ = units[-1]
         self.max_physic_offset = offset + size
+        self.note_written()
         return True
 
     def unit_at(self, index: int) -> tuple[int, int, int] | None:
@@ -277,6 +330,7 @@ class ConsumeQueue:
         self.queue.flush(least_pages)
 
     def destroy(self) -> None:
+        self.synced()  # its files are gone: nothing of it is left to sync
         self.queue.destroy()
         self.max_physic_offset = -1
         self.min_logic_offset = 0

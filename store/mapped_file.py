@@ -559,14 +559,35 @@ class MappedFileQueue:
 
     def flush(self, least_pages: int = 0) -> int:
         """Sync every unsynced range (blocking); returns the new flushed offset. With
-        ``least_pages``, a file that is not full is synced only once that many pages were written
-        since its last sync (Java's MappedFile.isAbleToFlush)."""
-        for mf in list(self.files):
-            if mf.flushed_position < mf.wrote_position and (
-                    not least_pages or mf.is_full
-                    or mf.wrote_position // PAGE_SIZE - mf.flushed_position // PAGE_SIZE >= least_pages):
-                mf.flush()
+        ``least_pages``, as ``files_to_flush``."""
+        for mf in self.files_to_flush(least_pages):
+            mf.flush()
         return self.flushed_where
+
+    def files_to_flush(self, least_pages: int = 0) -> list[MappedFile]:
+        """The files with unsynced bytes; with ``least_pages``, of those not full only the ones
+        with that many pages written since their last sync (Java's MappedFile.isAbleToFlush).
+        Dirty files are the last ones (files fill in order), so the scan runs from the end and
+        stops at the first full, synced file: a queue's thousands of old files cost nothing."""
+        due: list[MappedFile] = []
+        for mf in reversed(self.files):
+            flushed, wrote = mf.flushed_position, mf.wrote_position
+            if flushed < wrote:
+                if not least_pages or wrote >= mf.file_size or wrote // PAGE_SIZE - flushed // PAGE_SIZE >= least_pages:
+                    due.append(mf)
+            elif flushed >= mf.file_size:
+                break
+        due.reverse()
+        return due
+
+    def is_flushed(self) -> bool:
+        """Whether nothing written is unsynced (scanned from the end, as ``files_to_flush``)."""
+        for mf in reversed(self.files):
+            if mf.flushed_position < mf.wrote_position:
+                return False
+            if mf.flushed_position >= mf.file_size:
+                break
+        return True
 
     def dirty_bytes(self) -> int:
         return sum(mf.wrote_position - mf.flushed_position for mf in self.files)

@@ -95,7 +95,8 @@ class DefaultMessageStore:
         self.shutdown_flag = True
         self.disk_full = False
         self.consume_queue_store = ConsumeQueueStore(self.cq_root(), config.mappedFileSizeConsumeQueue,
-                                                     self.commit_log, self._space_check)
+                                                     self.commit_log, self._space_check,
+                                                     config.flushConsumeQueueLeastPages)
         self.consume_queue_table = self.consume_queue_store.consume_queue_table
         self.dispatcher = CommitLogDispatcher(self, message_arriving_listener)
         self.reput_message_service = ReputMessageService(self)
