@@ -8,7 +8,8 @@ record, an ASYNC_MASTER at once. Rounds alternate which pair goes first.
     .venv/bin/python bench/ha_sync.py [--seconds 3] [--rounds 3]
 
 Last line: one JSON object with sync_master_64, async_master_64 (medians, sends/s) and
-ratio_sync_vs_async.
+ratio_sync_vs_async; beside them the CPU each pair's master and slave spent per send (medians,
+µs), which a loaded machine skews far less than it skews rates.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
 import sys
@@ -50,35 +52,59 @@ async def wait_for_slave(addr: str, timeout: float = 30.0) -> None:
         await client.close()
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user and system) a live process has spent, from /proc; NaN off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     figures: dict[str, list[float]] = {"sync": [], "async": []}
+    # CPU µs per send: (pair, "master" | "slave") -> one figure per round
+    cpu: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as home:
         ds = DaemonSet(home)
         try:
             ns = ds.namesrv().addr
             masters = {}
+            pids: dict[str, dict[str, int]] = {}
             for role, name in (("SYNC_MASTER", "sync"), ("ASYNC_MASTER", "async")):
-                masters[name] = ds.broker(ns, f"brokerRole={role}", f"brokerName=bench-{name}", *HA,
-                                          name=f"{name}-m").addr
-                ds.broker(ns, "brokerRole=SLAVE", "brokerId=1", f"brokerName=bench-{name}", *HA, name=f"{name}-s")
+                master = ds.broker(ns, f"brokerRole={role}", f"brokerName=bench-{name}", *HA, name=f"{name}-m")
+                slave = ds.broker(ns, "brokerRole=SLAVE", "brokerId=1", f"brokerName=bench-{name}", *HA,
+                                  name=f"{name}-s")
+                masters[name] = master.addr
+                pids[name] = {"master": master.proc.pid, "slave": slave.proc.pid}
             run(wait_for_slave(masters["sync"]))
             for rnd in range(args.rounds):
                 order = ["sync", "async"] if rnd % 2 == 0 else ["async", "sync"]
-                got = {name: run(measure_send(masters[name], f"HA64-{name}-{rnd}", 64, args.seconds))
-                       for name in order}
+                got = {}
+                for name in order:
+                    before = {side: process_cpu(pid) for side, pid in pids[name].items()}
+                    got[name] = run(measure_send(masters[name], f"HA64-{name}-{rnd}", 64, args.seconds))
+                    sends = got[name] * args.seconds
+                    for side, pid in pids[name].items():
+                        cpu.setdefault((name, side), []).append((process_cpu(pid) - before[side]) / sends * 1e6)
                 for name, rate in got.items():
                     figures[name].append(rate)
-                print(f"round {rnd + 1}: sync_master_64={got['sync']:,.0f}  async_master_64={got['async']:,.0f}",
-                      flush=True)
+                print(f"round {rnd + 1}: sync_master_64={got['sync']:,.0f}  async_master_64={got['async']:,.0f}  "
+                      "CPU µs/send (master/slave): " + "  ".join(
+                          f"{name} {cpu[(name, 'master')][-1]:.1f}/{cpu[(name, 'slave')][-1]:.1f}"
+                          for name in ("sync", "async")), flush=True)
         finally:
             ds.stop_all()
     sync, asyn = statistics.median(figures["sync"]), statistics.median(figures["async"])
     print(json.dumps({"sync_master_64": round(sync), "async_master_64": round(asyn),
-                      "ratio_sync_vs_async": round(sync / asyn, 3)}))
+                      "ratio_sync_vs_async": round(sync / asyn, 3)}
+                     | {f"{name}_{side}_cpu_us_per_send": round(statistics.median(v), 1)
+                        for (name, side), v in sorted(cpu.items())}))
 
 
 if __name__ == "__main__":

@@ -171,12 +171,18 @@ class FlushConsumeQueueService:
         return store.checkpoint.index_msg_timestamp if store.checkpoint is not None else 0
 
 
-async def stored_to(store: DefaultMessageStore, offset: int) -> PutMessageStatus:
+def stored_future(store: DefaultMessageStore, offset: int) -> asyncio.Future[PutMessageStatus]:
     """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
-    up to ``offset``, both awaited at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
+    up to ``offset``, both waited for at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
     FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE when no slave is connected
     or it is more than haSlaveFallbehindMax behind (the flush's status first, as in Java).
-    Java's CommitLog.handleDiskFlushAndHA."""
+    Java's CommitLog.handleDiskFlushAndHA.
+
+    A future rather than a coroutine: a run of sends stored together shares one, and their
+    answers go out from its callback, with no task per send (at 64 sends in flight to a
+    SYNC_MASTER, a task and its coroutines per send were a fifth of the broker's time)."""
+    loop = asyncio.get_running_loop()
+    status: asyncio.Future[PutMessageStatus] = loop.create_future()
     flushed = store.group_commit_service.flushed_to(offset) if store.sync_flush else None
     replicated = None
     replica_status = PutMessageStatus.PUT_OK
@@ -185,13 +191,33 @@ async def stored_to(store: DefaultMessageStore, offset: int) -> PutMessageStatus
             replicated = store.ha_service.wait_transfer(offset)
         else:
             replica_status = PutMessageStatus.SLAVE_NOT_AVAILABLE
-    if flushed is not None and not await flushed:
-        if replicated is not None:
-            await replicated
-        return PutMessageStatus.FLUSH_DISK_TIMEOUT
-    if replicated is not None and not await replicated:
-        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
-    return replica_status
+    waits = [w for w in (flushed, replicated) if w is not None]
+    if not waits:
+        status.set_result(replica_status)
+        return status
+
+    def settle(_: object) -> None:
+        if status.done() or not all(w.done() for w in waits):
+            return
+        if flushed is not None and not _succeeded(flushed):
+            status.set_result(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        elif replicated is not None and not _succeeded(replicated):
+            status.set_result(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        else:
+            status.set_result(replica_status)
+
+    for w in waits:
+        w.add_done_callback(settle)
+    return status
+
+
+def _succeeded(wait: asyncio.Future[bool]) -> bool:
+    return not wait.cancelled() and wait.result()
+
+
+async def stored_to(store: DefaultMessageStore, offset: int) -> PutMessageStatus:
+    """``stored_future``, awaited."""
+    return await stored_future(store, offset)
 
 
 def flush_all(store: DefaultMessageStore, index_complete: bool = True) -> None:

@@ -44,6 +44,7 @@ from rocketmq_py.store.flush import (
     FlushRealTimeService,
     GroupCommitService,
     flush_all,
+    stored_future,
     stored_to,
 )
 from rocketmq_py.store.ha.ha_service import HAService
@@ -256,6 +257,9 @@ class DefaultMessageStore:
 
     async def stored_to(self, offset: int) -> PutMessageStatus:
         return await stored_to(self, offset)
+
+    def stored_future(self, offset: int) -> asyncio.Future[PutMessageStatus]:
+        return stored_future(self, offset)
 
     def append_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """``put_message`` without the flush wait: the record is in the mapped file (all that

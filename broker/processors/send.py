@@ -8,6 +8,7 @@ advertised address, which is where clients send retries and VIEW_MESSAGE_BY_ID.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Awaitable
@@ -198,13 +199,23 @@ class SendMessageProcessor(RequestProcessor):
             return self._send_batch(conn, request, header, topic_config, queue_id)
         return self._send_single(conn, request, header, topic_config, queue_id)
 
-    async def flushed(self, response: RemotingCommand, offset: int) -> RemotingCommand:
-        """A stored send's answer once the log is flushed (SYNC_FLUSH) and on the slave
-        (SYNC_MASTER) to ``offset``, or the code saying which did not happen."""
-        status = await self.broker.message_store.stored_to(offset)
-        if status is not PutMessageStatus.PUT_OK:
-            response.code = _STATUS_TO_CODE[status][0]
-        return response
+    def when_stored(self, responses: list[RemotingCommand], offset: int) -> list[asyncio.Future[RemotingCommand]]:
+        """Stored sends' answers, each once the log is flushed (SYNC_FLUSH) and on the slave
+        (SYNC_MASTER) to ``offset``, or carrying the code saying which did not happen. One wait
+        serves the whole run and one callback answers it: no coroutine or task per send."""
+        loop = asyncio.get_running_loop()
+        answers: list[asyncio.Future[RemotingCommand]] = [loop.create_future() for _ in responses]
+
+        def settle(stored: asyncio.Future[PutMessageStatus]) -> None:
+            status = PutMessageStatus.SERVICE_NOT_AVAILABLE if stored.cancelled() else stored.result()
+            for response, answer in zip(responses, answers, strict=True):
+                if status is not PutMessageStatus.PUT_OK:
+                    response.code = _STATUS_TO_CODE[status][0]
+                if not answer.done():
+                    answer.set_result(response)
+
+        self.broker.message_store.stored_future(offset).add_done_callback(settle)
+        return answers
 
     def _msg_check(self, conn: RemotingConnection, request: RemotingCommand,
                    header: SendMessageRequestHeader) -> TopicConfig | RemotingCommand:

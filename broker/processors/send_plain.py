@@ -189,9 +189,18 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
     host = append.host_hex
     synced_to = append.wrote_offset + append.wrote_bytes if store.sync_put else 0
     answers: list[ProcessorResult] = []
+    waiting: list[RemotingCommand] = []
+    waiting_at: list[int] = []
     for request, entry, offset, queue_offset, wait in zip(requests, entries, append.offsets,
                                                            append.queue_offsets, waits, strict=False):
         response = request.response(_SUCCESS, None, send_response_fields(
             region, trace_on, f"{host}{offset:016X}", entry[1], queue_offset))
-        answers.append(processor.flushed(response, synced_to) if synced_to and wait else response)
+        if synced_to and wait:
+            waiting.append(response)
+            waiting_at.append(len(answers))
+        answers.append(response)
+    if waiting:
+        # One wait for the run's synced sends, each answer replaced by its future.
+        for at, answer in zip(waiting_at, processor.when_stored(waiting, synced_to), strict=True):
+            answers[at] = answer
     return answers

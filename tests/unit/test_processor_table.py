@@ -50,6 +50,35 @@ async def test_a_coroutine_handler_is_answered_when_it_finishes() -> None:
     assert answer.remark == "awaited" and answer.opaque == request.opaque
 
 
+async def test_a_future_handler_is_answered_by_its_callback_and_counted_in_flight_until_then() -> None:
+    """A synced send's answer is a plain future: answered when it resolves, without a task; one
+    that fails answers SYSTEM_ERROR; one cancelled by shutdown's drain answers nothing."""
+    loop = asyncio.get_running_loop()
+    futures: list[asyncio.Future[RemotingCommand]] = []
+
+    def later(conn: object, request: RemotingCommand) -> ProcessorResult:
+        futures.append(loop.create_future())
+        return futures[-1]
+
+    table = ProcessorTable()
+    table.register(3, later)  # type: ignore[arg-type]
+    conn = RecordingConnection()
+    requests = [RemotingCommand.request(3) for _ in range(3)]
+    for request in requests:
+        table.dispatch(conn, request)  # type: ignore[arg-type]
+    tasks_before = len(asyncio.all_tasks())
+    assert conn.written == [] and table.in_flight == 3
+    futures[1].set_result(requests[1].response(ResponseCode.SUCCESS, "stored"))
+    futures[0].set_exception(OSError("disk gone"))
+    assert len(asyncio.all_tasks()) == tasks_before  # nothing runs as a task
+    await asyncio.sleep(0)  # the futures' callbacks run in the next turn
+    assert [(a.opaque, a.code) for a in conn.written] == [(requests[1].opaque, ResponseCode.SUCCESS),
+                                                          (requests[0].opaque, ResponseCode.SYSTEM_ERROR)]
+    assert "OSError: disk gone" in (conn.written[1].remark or "") and table.in_flight == 1
+    await table.drain(0.01)  # the last never resolves: cancelled, answered with nothing
+    assert futures[2].cancelled() and table.in_flight == 0 and len(conn.written) == 2
+
+
 async def test_a_plain_handler_that_raises_answers_system_error_and_oneway_gets_nothing() -> None:
     table = ProcessorTable()
     table.register(1, _sync)  # type: ignore[arg-type]

@@ -285,8 +285,17 @@ async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
         first = await _answer(processor.process_request(_conn(), _frame(SDK_FIELDS)))
         assert first.code == ResponseCode.SUCCESS  # the topic's first send, which validates its name
         no_wait = {**SDK_FIELDS, "i": "TAGS\x01a\x02WAIT\x01false"}
+        flushed_to = store.group_commit_service.flushed_to
+        waits: list[int] = []
+
+        def counted(offset: int) -> asyncio.Future[bool]:
+            waits.append(offset)
+            return flushed_to(offset)
+
+        monkeypatch.setattr(store.group_commit_service, "flushed_to", counted)
         results = processor.process_requests(_conn(), [_frame(SDK_FIELDS), _frame(no_wait),
                                                         _frame(SDK_FIELDS)])
+        assert waits == [store.commit_log.max_offset], "one wait for the run, to its end"
         assert isinstance(results[1], RemotingCommand), "WAIT=false is answered without waiting"
         assert not isinstance(results[0], RemotingCommand) and not isinstance(results[2], RemotingCommand)
         answers = [await _answer(r) for r in results]
