@@ -1,9 +1,9 @@
 """CommitLog: every message of every topic, appended in arrival order (docs/store-formats.md#commitlog).
 
 One writer (the event loop's put path, never suspended mid-append) assigns physical offsets,
-queue offsets and store times, and copies the record into the mapped file. A record that does
-not fit in the current file with 8 bytes to spare ends the file with a BLANK record and goes
-into the next file, so a record never spans two files.
+queue offsets and store times, and writes the record into the mapped file
+(``MappedFile.write``). A record that does not fit in the current file with 8 bytes to spare
+ends the file with a BLANK record and goes into the next file, so a record never spans two files.
 
 Every put builds its records whole before it takes anything: the queue offsets it will use are
 read, not taken, the file is neither ended nor rolled, until every record is packed and known to
@@ -205,7 +205,7 @@ COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
 COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
 
 
-# Bodies from this size on are written into the mapping apart from the record's other fields: a
+# Bodies from this size on are written into the file apart from the record's other fields: a
 # joined record is one more copy of the body (a 1 MiB send's, bench/scale.py mb_1mib).
 _BODY_WRITTEN_APART = 64 * 1024
 
@@ -257,8 +257,8 @@ class CommitLog:
         """Append a batch: one record per entry, all in one file, consecutive queue offsets.
 
         Each record is one struct pack of its fixed part joined to the entry's body and
-        properties as they arrived, and the batch is copied into the mapping in one slice
-        assignment; ``units`` of the result are the entries' ConsumeQueue units. Records are
+        properties as they arrived, and the batch is written into the file in one pwrite;
+        ``units`` of the result are the entries' ConsumeQueue units. Records are
         built for the current file in the same pass that checks their sizes, and built again
         for a new one only when they turn out not to fit; nothing is taken or written before."""
         topic = self._topic(batch.topic)
@@ -291,7 +291,7 @@ class CommitLog:
             parts, units, total = built
         if mf is None:
             mf, pos = self._place(start, total)
-        mf.mm[pos:pos + total] = b"".join(parts)
+        mf.write(pos, b"".join(parts))
         mf.wrote_position = pos + total
         if queued:
             self.topic_queue_table[key] = first_queue_offset + len(units)
@@ -367,8 +367,9 @@ class CommitLog:
                 last.reserve(end + END_FILE_MIN_BLANK_LENGTH, 0)  # the BLANK's blocks, before anything changes
             mf = self.queue.get_last_mapped_file(0, roll=True)
             if end < file_size:
-                _BLANK.pack_into(last.mm, end, file_size - end, BLANK_MAGIC_CODE)
+                last.write(end, _BLANK.pack(file_size - end, BLANK_MAGIC_CODE))
                 last.wrote_position = file_size
+            last.end_writes()
             pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
             self._ahead(mf, pos + size)
@@ -389,7 +390,7 @@ class CommitLog:
 
     def append_run(self, entries: Sequence[RunEntry], born_host: Host, store_host: Host) -> AppendMessageResult:
         """Append messages as consecutive records of one file: one store time, one clock read and
-        one copy into the mapping for them all. The broker hands it the plain sends of one read
+        one write into the file for them all. The broker hands it the plain sends of one read
         from a connection (16 or more when a producer pipelines), so what a send costs once,
         rather than per message, is shared among them (a lone message has ``append_message``).
 
@@ -451,7 +452,7 @@ class CommitLog:
             offset += size
         if mf is None:
             mf, pos = self._place(first, total)
-        mf.mm[pos:pos + total] = b"".join(parts)
+        mf.write(pos, b"".join(parts))
         mf.wrote_position = pos + total
         table.update(taken)
         self.last_store_timestamp = store_ts
@@ -496,15 +497,12 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if mf is None:
             mf, pos = self._place(offset, size)
-        mm = mf.mm
         if len(body) < _BODY_WRITTEN_APART:
-            mm[pos:pos + size] = b"".join((fixed, body, topic, _I16.pack(len(props)), props))
-        else:  # a large body goes into the mapping as it is, not through a joined copy first
-            at = pos + len(fixed)
-            mm[pos:at] = fixed
-            mm[at:at + len(body)] = body
-            at += len(body)
-            mm[at:pos + size] = b"".join((topic, _I16.pack(len(props)), props))
+            mf.write(pos, b"".join((fixed, body, topic, _I16.pack(len(props)), props)))
+        else:  # a large body goes into the file as it is, not through a joined copy first
+            mf.write(pos, fixed)
+            mf.write(pos + len(fixed), body)
+            mf.write(pos + len(fixed) + len(body), b"".join((topic, _I16.pack(len(props)), props)))
         mf.wrote_position = pos + size
         if queued:
             table[key] = queue_offset + 1

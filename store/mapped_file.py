@@ -168,8 +168,8 @@ MAPPINGS = _Mappings()
 
 
 class MappedFile:
-    __slots__ = ("_address", "file_from_offset", "file_size", "flushed_position", "mm", "path", "release_idle",
-                 "reserved", "warm_mark", "warm_requested", "wrote_position")
+    __slots__ = ("_address", "_write_fd", "file_from_offset", "file_size", "flushed_position", "mm", "path",
+                 "release_idle", "reserved", "warm_mark", "warm_requested", "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
         """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
@@ -179,6 +179,8 @@ class MappedFile:
         self.file_from_offset = int(os.path.basename(path))
         self.mm = _UNMAPPED
         self._address: int | None = None
+        # The descriptor ``write`` keeps while the file is written (the CommitLog's current file).
+        self._write_fd: int | None = None
         # Bytes from the start whose blocks are known reserved (``reserve``); writers stay below.
         self.reserved = 0
         # Whether its mapping may be released while it is still written (_Mappings): set for
@@ -230,6 +232,7 @@ class MappedFile:
         return self.wrote_position >= self.file_size and self.flushed_position >= self.file_size
 
     def unmap(self) -> None:
+        self.end_writes()
         MAPPINGS.discard(self)
         self._address = None
         with contextlib.suppress(BufferError):  # a reader's view still alive: left to the GC
@@ -293,6 +296,38 @@ class MappedFile:
         try:
             os.pwrite(fd, data, pos)
         finally:
+            os.close(fd)
+
+    def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
+        """``data`` into the file at ``pos``: less than a page through the mapping, a page or more
+        by pwrite into the page cache the mapping shares, on a descriptor kept until
+        ``end_writes`` (the CommitLog's records; docs/store-formats.md#writing-the-commitlog).
+
+        Once a flush (or the kernel's writeback) has cleaned a page, the next store into it
+        through the mapping faults to dirty it again. A write under a page mostly lands on a
+        page the previous one dirtied, and a copy costs less than a system call (a single 1 KiB
+        put 5.1-5.9 µs through the mapping, 6.1-6.7 by pwrite); a page or more faults on every
+        page it reaches, and a batch of 32 sends (36 KiB) cost 43-76 µs of kernel time through
+        the mapping under ASYNC_FLUSH's flushes, 20-22 by pwrite. A page written either way is
+        the same page: readers of the mapping, flushes and a killed process see the same bytes."""
+        size = len(data)
+        mm = self.mm
+        if size < PAGE_SIZE and not mm.closed:
+            mm[pos:pos + size] = data
+            return
+        fd = self._write_fd
+        if fd is None:
+            fd = self._write_fd = os.open(self.path, os.O_RDWR)
+        written = os.pwrite(fd, data, pos)
+        if written != size:  # only a signal or a full disk cut a write to a file short
+            with memoryview(data) as view:
+                while written < size:
+                    written += os.pwrite(fd, view[written:], pos + written)
+
+    def end_writes(self) -> None:
+        """The descriptor ``write`` kept, closed (the file is full, or closing)."""
+        fd, self._write_fd = self._write_fd, None
+        if fd is not None:
             os.close(fd)
 
     def flush(self, up_to: int | None = None) -> int:

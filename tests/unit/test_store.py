@@ -521,3 +521,47 @@ async def test_a_large_body_is_stored_whole_and_recovered(tmp_path: str) -> None
         assert [m.body for m in decoded] == bodies, restart
         assert all(m.topic == "Large" and m.properties.get("TAGS") == "t" for m in decoded)
     await store.shutdown()
+
+
+def _bodies(store: DefaultMessageStore, topic: str, offset: int = 0, count: int = 1 << 30) -> list[bytes]:
+    """Up to ``count`` bodies of queue 0 of ``topic`` from ``offset``, pulled as consumers pull."""
+    bodies: list[bytes] = []
+    while len(bodies) < count and (got := store.get_message("g", topic, 0, offset, 32)).status == \
+            GetMessageStatus.FOUND:
+        bodies.extend(independent_decode(b)["body"] for b in got.buffers)
+        offset = got.next_begin_offset
+    return bodies[:count]
+
+
+async def test_batches_written_a_page_at_a_time_read_back_at_once_and_after_a_crash(tmp_path: str) -> None:
+    """Writes of a page or more go into the file by pwrite, not through the mapping
+    (MappedFile.write): readers of the mapping see the records at once, the file holds the bytes
+    the mapping shows, a restart's scan keeps every record, and a file that rolled keeps no
+    descriptor for writing."""
+    cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=256 * 1024, messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    groups = [[os.urandom(900 + 37 * n + k) for k in range(8)] for n in range(60)]  # 7-10 KiB a batch
+    for group in groups:
+        result = await store.put_messages(batch("Paged", group, tags="t"))
+        assert result.status == PutMessageStatus.PUT_OK and result.append_result is not None
+        assert result.append_result.wrote_bytes >= 4096
+        assert _bodies(store, "Paged", result.append_result.logics_offset, len(group)) == group, \
+            "read through the mapping at once"
+    files = store.commit_log.queue.files
+    assert len(files) >= 2, "256 KiB files must have rolled"
+    for mf in files:
+        fd = os.open(mf.path, os.O_RDONLY)
+        try:
+            assert os.pread(fd, mf.wrote_position, 0) == mf.mm[:mf.wrote_position]
+        finally:
+            os.close(fd)
+    assert all(mf._write_fd is None for mf in files[:-1])
+    await store.shutdown()
+    os.close(os.open(os.path.join(str(tmp_path), "abort"), os.O_CREAT | os.O_WRONLY))  # as after a crash
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    assert _bodies(store, "Paged") == [body for group in groups for body in group]
+    await store.shutdown()
