@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_py.remoting.protocol.ha import HAClientRuntimeInfo
 from rocketmq_py.store.ha.flow_monitor import FlowMonitor
+from rocketmq_py.store.ha.housekeeping import Housekeeping
 from rocketmq_py.store.ha.transfer import FrameReader, TransferProtocolError, encode_report
 
 if TYPE_CHECKING:
@@ -131,26 +132,25 @@ class HAClient:
             await asyncio.sleep(interval)
             await self._report(writer, self.store.get_max_phy_offset())
 
+    def _expire(self, writer: asyncio.StreamWriter) -> None:
+        log.warning("HAClient, housekeeping, found this connection[%s] expired, master not response some time, so "
+                    "close connection", self.master_address)
+        writer.close()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         store = self.store
-        housekeeping = store.config.haHousekeepingInterval / 1000
         frames = FrameReader()
         await self._report(writer, store.get_max_phy_offset())
         heartbeat = asyncio.create_task(self._heartbeat(writer))
+        housekeeping = Housekeeping(store.config.haHousekeepingInterval / 1000, lambda: self._expire(writer))
         received = False
         try:
             while True:
                 if heartbeat.done():
                     heartbeat.result()  # a failed report ends the connection
-                try:
-                    async with asyncio.timeout(housekeeping):  # no task per read, as wait_for makes
-                        data = await reader.read(1 << 20)
-                except TimeoutError:
-                    log.warning("HAClient, housekeeping, found this connection[%s] expired, master not response "
-                                "some time, so close connection", self.master_address)
-                    return
+                data = await reader.read(1 << 20)
                 if not data:
-                    if not received:
+                    if not received and not housekeeping.expired:
                         self._refusals += 1
                         log.error("HAClient: master %s closed the connection before sending anything, after our "
                                   "offset %d: a master refuses a slave whose log is ahead of its own",
@@ -161,6 +161,7 @@ class HAClient:
                                 f"{self._refusals} times: this slave's log is ahead of the master's; it will not "
                                 "be merged (an operator must move one of the stores aside)")
                     return
+                housekeeping.touch()
                 self.last_read = time.monotonic()
                 self.last_read_timestamp = int(time.time() * 1000)
                 self.flow.add(len(data))
@@ -185,6 +186,7 @@ class HAClient:
                 store.dispatch_replicated()
                 await writer.drain()
         finally:
+            housekeeping.cancel()
             heartbeat.cancel()
             # asyncio.wait: this task's own cancellation (shutdown) still propagates.
             await asyncio.wait([heartbeat])

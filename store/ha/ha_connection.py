@@ -13,9 +13,11 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rocketmq_py.store.ha.flow_monitor import FlowMonitor
+from rocketmq_py.store.ha.housekeeping import Housekeeping
 from rocketmq_py.store.ha.transfer import ReportReader, encode_frame_header
 
 if TYPE_CHECKING:
@@ -70,32 +72,36 @@ class HAConnection:
     async def _read_loop(self) -> None:
         cfg = self.service.store.config
         reports = ReportReader()
-        while True:
-            try:
-                async with asyncio.timeout(cfg.haHousekeepingInterval / 1000):  # no task per read
-                    data = await self.reader.read(65536)
-            except TimeoutError:
-                log.warning("ha housekeeping, found this connection[%s] expired, silent for %d ms", self.client_addr,
-                            cfg.haHousekeepingInterval)
-                return
-            if not data:
-                return
-            offset = reports.feed(data)
-            if offset is None:
-                continue
-            max_offset = self.service.store.get_max_phy_offset()
-            if offset > max_offset:
-                # Its log reaches past ours: a slave of another history, or of a master that lost
-                # data. Streaming from anywhere would merge two logs; refuse.
-                log.error("slave[%s] request offset=%d greater than local commitLog offset=%d: its log is ahead "
-                          "of this master's, closing the connection", self.client_addr, offset, max_offset)
-                return
-            self.slave_ack_offset = offset
-            if self.slave_request_offset < 0:
-                self.slave_request_offset = offset
-                log.info("slave[%s] request offset %d", self.client_addr, offset)
-                self._requested.set()
-            self.service.notify_transfer_some(offset)
+        housekeeping = Housekeeping(cfg.haHousekeepingInterval / 1000, self._expire)
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    return
+                housekeeping.touch()
+                offset = reports.feed(data)
+                if offset is None:
+                    continue
+                max_offset = self.service.store.get_max_phy_offset()
+                if offset > max_offset:
+                    # Its log reaches past ours: a slave of another history, or of a master that
+                    # lost data. Streaming from anywhere would merge two logs; refuse.
+                    log.error("slave[%s] request offset=%d greater than local commitLog offset=%d: its log is "
+                              "ahead of this master's, closing the connection", self.client_addr, offset, max_offset)
+                    return
+                self.slave_ack_offset = offset
+                if self.slave_request_offset < 0:
+                    self.slave_request_offset = offset
+                    log.info("slave[%s] request offset %d", self.client_addr, offset)
+                    self._requested.set()
+                self.service.notify_transfer_some(offset)
+        finally:
+            housekeeping.cancel()
+
+    def _expire(self) -> None:
+        log.warning("ha housekeeping, found this connection[%s] expired, silent for %d ms", self.client_addr,
+                    self.service.store.config.haHousekeepingInterval)
+        self.writer.close()
 
     def _start_offset(self) -> int:
         """Java's rule: a slave with nothing gets the master's last file from its beginning."""
@@ -106,20 +112,28 @@ class HAConnection:
         return self.slave_request_offset
 
     async def _write_loop(self) -> None:
-        store = self.service.store
-        cfg = store.config
         await self._requested.wait()
         self.next_transfer_from = self._start_offset()
         log.info("master transfer data from %d to slave[%s], and slave request %d", self.next_transfer_from,
                  self.client_addr, self.slave_request_offset)
         writer = self.writer
-        heartbeat = cfg.haSendHeartbeatInterval / 1000
-        batch = cfg.haTransferBatchSize
-        queue = store.commit_log.queue
-        last_write = time.monotonic()
         # The slave gets a heartbeat at once: it learns where the stream starts.
         writer.write(encode_frame_header(self.next_transfer_from, 0))
         await writer.drain()
+        # Woken by new data, a waiting SYNC_MASTER send, or at least every IDLE_WAIT by one timer
+        # (not a timeout per wait: a SYNC_MASTER wakes this for every few sends).
+        ticker = _Ticker(IDLE_WAIT, self._data.set)
+        try:
+            await self._stream(writer)
+        finally:
+            ticker.cancel()
+
+    async def _stream(self, writer: asyncio.StreamWriter) -> None:
+        store = self.service.store
+        heartbeat = store.config.haSendHeartbeatInterval / 1000
+        batch = store.config.haTransferBatchSize
+        queue = store.commit_log.queue
+        last_write = time.monotonic()
         while True:
             # Cleared before the log is looked at: a wakeup from here on is not lost.
             self._data.clear()
@@ -144,9 +158,21 @@ class HAConnection:
                 writer.write(encode_frame_header(at, 0))
                 await writer.drain()
                 last_write = time.monotonic()
-            if not self._data.is_set():
-                # asyncio.timeout, not wait_for: no task per wait (a SYNC_MASTER wakes this
-                # for every send).
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(IDLE_WAIT):
-                        await self._data.wait()
+            await self._data.wait()
+
+
+class _Ticker:
+    """Calls ``tick`` every ``interval`` seconds until cancelled."""
+
+    def __init__(self, interval: float, tick: Callable[[], None]) -> None:
+        self._interval = interval
+        self._tick = tick
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(interval, self._run)
+
+    def _run(self) -> None:
+        self._tick()
+        self._handle = self._loop.call_later(self._interval, self._run)
+
+    def cancel(self) -> None:
+        self._handle.cancel()

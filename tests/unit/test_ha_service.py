@@ -8,8 +8,10 @@ from typing import Any
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.ha.flow_monitor import FlowMonitor
 from rocketmq_py.store.ha.ha_service import GroupTransferService
+from rocketmq_py.store.ha.housekeeping import Housekeeping
 from rocketmq_py.store.message_store import DefaultMessageStore, PutMessageStatus
 from tests.store_helpers import message
+from tests.waiting import wait_until
 
 
 async def test_one_acknowledgement_releases_every_waiter_it_covers() -> None:
@@ -109,3 +111,23 @@ async def test_master_runtime_info_has_each_slave_and_its_gap(tmp_path: str) -> 
         ha.connections.clear()
     finally:
         await store.shutdown()
+
+
+async def test_housekeeping_expires_a_connection_only_after_a_whole_interval_without_a_read() -> None:
+    """One timer per connection, re-armed from the last read: reads keep it alive however many
+    intervals go by; then it expires once, an interval after the last read, not before."""
+    loop = asyncio.get_running_loop()
+    expired_at: list[float] = []
+    keeper = Housekeeping(0.1, lambda: expired_at.append(loop.time()))
+    started = loop.time()
+    while loop.time() - started < 0.35:  # three and a half intervals of reads every 20 ms
+        keeper.touch()
+        await asyncio.sleep(0.02)
+    assert not expired_at and not keeper.expired
+    last_read = keeper.last
+    assert await wait_until(lambda: bool(expired_at), 5.0)
+    assert expired_at[0] - last_read >= 0.1 and keeper.expired
+    keeper.touch()
+    await asyncio.sleep(0.25)  # bounded: nothing may happen in it (the timer is not re-armed)
+    assert len(expired_at) == 1
+    keeper.cancel()
