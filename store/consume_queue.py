@@ -71,6 +71,9 @@ class QueuesToFlush:
         self.least_pages = least_pages
         self.dirty: set[ConsumeQueue] = set()
         self.due: set[ConsumeQueue] = set()
+        # The queues synced since ConsumeQueueStore.written_topics last asked; None until it
+        # first does (a store whose topics nobody asks about keeps nothing).
+        self.synced_since: set[ConsumeQueue] | None = None
 
 
 class ConsumeQueue:
@@ -113,9 +116,12 @@ class ConsumeQueue:
 
     def synced(self) -> None:
         """Nothing unsynced left: out of the flush sets until it is written again."""
+        to_flush = self.to_flush
+        if self.dirty and to_flush.synced_since is not None:
+            to_flush.synced_since.add(self)
         self.dirty = False
-        self.to_flush.dirty.discard(self)
-        self.to_flush.due.discard(self)
+        to_flush.dirty.discard(self)
+        to_flush.due.discard(self)
         self.note_from = -1
 
     def load(self) -> None:

@@ -82,6 +82,19 @@ class ConsumeQueueStore:
         self.flush(queues)
         self.forget_flushed(queues)
 
+    def written_topics(self) -> set[str]:
+        """The topics with a unit written since the previous call (some others at times); at the
+        first, every topic. A queue written since is dirty still, or was synced after it
+        (QueuesToFlush.synced_since): the answer costs the queues written, not every queue
+        (BrokerStatsManager's per-topic put figures, every 10 s)."""
+        to_flush = self.to_flush
+        synced, to_flush.synced_since = to_flush.synced_since, set()
+        if synced is None or len(to_flush.dirty) + len(synced) >= len(self.consume_queue_table) * 4:
+            # Most queues written (or the first call): naming every topic is cheaper than
+            # collecting the names from their queues.
+            return set(self.consume_queue_table)
+        return {cq.topic for cq in to_flush.dirty} | {cq.topic for cq in synced}
+
     # -- by name ----------------------------------------------------------------------------
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:

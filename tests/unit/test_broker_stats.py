@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from types import SimpleNamespace
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketmq_py.broker.runtime_info import human_readable_bytes
@@ -90,9 +90,11 @@ def test_human_readable_bytes_as_mixall() -> None:
 
 
 def _fake_broker(queues: dict[str, dict[int, int]]) -> SimpleNamespace:
+    """A broker whose store names every topic as written (``written_topics``)."""
     table = {t: {q: SimpleNamespace(max_offset_in_queue=n) for q, n in qs.items()} for t, qs in queues.items()}
-    return SimpleNamespace(message_store=SimpleNamespace(consume_queue_table=table), stats=BrokerStats(),
-                           broker_config=SimpleNamespace(brokerClusterName="DefaultCluster"))
+    return SimpleNamespace(message_store=SimpleNamespace(
+        consume_queue_table=table, consume_queue_store=SimpleNamespace(written_topics=lambda: set(table))),
+        stats=BrokerStats(), broker_config=SimpleNamespace(brokerClusterName="DefaultCluster"))
 
 
 def test_stats_items_over_the_minute() -> None:
@@ -117,6 +119,78 @@ def test_stats_items_over_the_minute() -> None:
     assert manager.get_stats_item(TOPIC_PUT_NUMS, "Nothing") is None
     for tick in range(2, 12):  # the minute keeps 7 snapshots: the oldest fall out
         manager.sample(1_000_000 + tick * 10_000)
-    assert len(old.minute) == 7
+    old = manager.get_stats_item(TOPIC_PUT_NUMS, "Old")
+    assert old is not None and len(old.minute) == 7
     assert StatsItem.compute(old.minute) == (0, 0.0, 0.0), "nothing put in the last minute"
     assert len(old.hour) == 1 + 1 and len(old.day) == 1 + 1, "hour and day sampled at start-up only"
+
+
+class _Eager:
+    """Java's StatsItemSet as it samples: every item at every tick (the reference the manager's
+    skipping of unchanged items must match)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, tuple[int, int, list[list[tuple[int, int, int]]]]] = {}
+        self.ticks = 0
+
+    def sample(self, figures: dict[str, tuple[int, int]], now_ms: int) -> None:
+        for key, (times, value) in figures.items():
+            old = self.items.get(key)
+            self.items[key] = (times, value, old[2] if old else [[], [], []])
+        tick, self.ticks = self.ticks, self.ticks + 1
+        for times, value, windows in self.items.values():
+            for snapshots, period, every, keep in zip(windows, (10_000, 600_000, 3_600_000), (1, 60, 360), (7, 7, 25),
+                                                      strict=True):
+                if tick % every == 0:
+                    if not snapshots:
+                        snapshots.append((now_ms - period, 0, 0))
+                    snapshots.append((now_ms, times, value))
+                    del snapshots[:-keep]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.booleans()), min_size=1, max_size=800),
+       st.sets(st.integers(0, 799), max_size=10))
+def test_items_skipped_while_unchanged_read_as_if_sampled_every_tick(
+        ticks: list[tuple[int, int, bool]], reads: set[int]) -> None:
+    """Ticks of writes to a few of the topics (most ticks none): whenever read, an item's minute,
+    hour and day windows are those of sampling every item at every tick, and a tick samples only
+    the items that changed."""
+    table: dict[str, dict[int, SimpleNamespace]] = {}
+    written: set[str] = set()
+
+    def written_topics() -> set[str]:
+        nonlocal written
+        out, written = written, set()
+        return out
+
+    broker = SimpleNamespace(message_store=SimpleNamespace(
+        consume_queue_table=table, consume_queue_store=SimpleNamespace(written_topics=written_topics)),
+        stats=BrokerStats(), broker_config=SimpleNamespace(brokerClusterName="C"))
+    manager = BrokerStatsManager(broker)  # type: ignore[arg-type]
+    eager = _Eager()
+    baseline: dict[str, int] = {}
+    for tick, (topic_no, count, pull) in enumerate(ticks):
+        now_ms = 1_000_000 + tick * 10_000 + tick % 3  # ticks are not exactly 10 s apart
+        if count:
+            topic = f"T{topic_no}"
+            queue = table.setdefault(topic, {}).setdefault(0, SimpleNamespace(max_offset_in_queue=0))
+            queue.max_offset_in_queue += count
+            written.add(topic)
+        if pull:
+            broker.stats.record_get(1, 10, "g", f"T{topic_no}")
+        if tick == 0:  # what the queues held at the first tick is not counted as put (start-up)
+            baseline = {t: qs[0].max_offset_in_queue for t, qs in table.items()}
+        figures = {f"{TOPIC_PUT_NUMS}/{t}": (0, qs[0].max_offset_in_queue - baseline.get(t, 0))
+                   for t, qs in table.items()}
+        figures.update({f"{GROUP_GET_NUMS}/{k}": (c[2], c[0]) for k, c in broker.stats.group_gets.items()})
+        manager.sample(now_ms)
+        eager.sample(figures, now_ms)
+        sampled = sum(item.tick == tick for t in manager.tables.values() for item in t.values())
+        assert sampled <= bool(count) + 2 * pull + 2, "only the items that changed (the broker's two at most)"
+        if tick in reads or tick == len(ticks) - 1:
+            for key, (_times, _value, windows) in eager.items.items():
+                name, item_key = key.split("/")
+                item = manager.get_stats_item(name, item_key)
+                assert item is not None
+                assert [list(item.minute), list(item.hour), list(item.day)] == windows, (key, tick)

@@ -188,3 +188,28 @@ async def test_the_flush_service_empties_the_dirty_set(tmp_path: str) -> None:
         assert len(sent) == len(cqs.all_queues())
     finally:
         await store.shutdown()
+
+
+async def test_written_topics_are_those_written_since_the_last_call(tmp_path: str) -> None:
+    """The topics with a unit written since the previous call, whether their queues are still
+    unsynced or were synced meanwhile; at the first call every topic (the per-topic stats' start)."""
+    store = await started(str(tmp_path))
+    cqs = store.consume_queue_store
+    try:
+        put_spread(store, "e")
+        assert cqs.written_topics() == {f"Spread{t}" for t in range(TOPICS)}
+        assert cqs.written_topics() == {f"Spread{t}" for t in range(TOPICS)}, "still unsynced: written"
+        cqs.flush_dirty()
+        assert cqs.written_topics() == {f"Spread{t}" for t in range(TOPICS)}, "synced after being written"
+        assert cqs.written_topics() == set()
+        assert store.append_message(message("Spread3", b"x", queue_id=5)).ok
+        assert store.append_message(message("Fresh", b"y")).ok
+        queues = list(cqs.to_flush.dirty)
+        cqs.flush(queues)
+        cqs.forget_flushed(queues[:1])
+        assert cqs.written_topics() == {"Spread3", "Fresh"}
+        cqs.forget_flushed(queues)
+        assert cqs.written_topics() == {"Spread3", "Fresh"} - {queues[0].topic}
+        assert cqs.written_topics() == set()
+    finally:
+        await store.shutdown()
