@@ -83,6 +83,7 @@ class StoreRecovery:
                 and max(indexed, commit_log.min_offset) < commit_log.max_offset:
             # The index child stopped short of the end last time: finish its work here.
             self._reput(max(indexed, commit_log.min_offset), index_only=True)
+        commit_log.queue.release_read_pages()  # what the scans read is the page cache's to keep or evict
         min_phy = commit_log.min_offset
         queue_table = commit_log.topic_queue_table
         queue_table.clear()

@@ -7,6 +7,7 @@ import os
 import struct
 from functools import cache
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -273,3 +274,52 @@ async def test_recovery_zeroes_stale_bytes_past_the_end_of_the_log(tmp_path: str
     await s.start()
     await s.shutdown()
     assert _read(path)[start:] == bytes(file_size - start)
+
+
+def _resident_kib(path: str) -> int | None:
+    """The resident kB of this process's mapping of ``path`` (/proc/self/smaps), None when unmapped."""
+    rss = None
+    with open("/proc/self/smaps") as f:
+        current = False
+        for line in f:
+            if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:
+                current = line.rstrip("\n").endswith(path)
+            elif current and line.startswith("Rss:"):
+                rss = (rss or 0) + int(line.split()[1])
+    return rss
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux's /proc tells what is resident")
+@pytest.mark.parametrize("crash", [False, True])
+async def test_recovery_leaves_no_scanned_page_resident(tmp_path: str, crash: bool) -> None:
+    """After recovery has scanned the CommitLog (normally its last three files, after a crash
+    from the checkpoint's), the files before the last are unmapped and the last's pages dropped
+    from the mapping: nothing it read is held, so a dropped page cache makes reads cold. Every
+    message stays readable."""
+    cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=1 << 20, messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    bodies = [os.urandom(10_000) for _ in range(350)]  # 3.4 MiB: four files
+    for i, body in enumerate(bodies):
+        assert store.append_message(message("Cold", body, queue_id=i % 4)).ok
+    await store.shutdown()
+    if crash:
+        os.close(os.open(os.path.join(str(tmp_path), "abort"), os.O_CREAT | os.O_WRONLY))
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    try:
+        files = store.commit_log.queue.files
+        assert len(files) == 4
+        assert [mf.mapped for mf in files] == [False, False, False, True]
+        assert _resident_kib(files[-1].path) == 0
+        await store.start()
+        got = []
+        for q in range(4):
+            offset = 0
+            while (found := store.get_message("g", "Cold", q, offset, 32)).buffers:
+                got += [decode_record(b).body for b in found.buffers]
+                offset = found.next_begin_offset
+        assert sorted(got) == sorted(bodies)
+    finally:
+        await store.shutdown()
