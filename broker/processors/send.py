@@ -411,9 +411,12 @@ class SendMessageProcessor(RequestProcessor):
         header_props.pop(MessageConst.CLUSTER, None)
         fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
         cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{self.broker.broker_config.brokerClusterName}".encode()
+        # Entries mostly repeat a few properties (the same tags): each distinct one is checked and
+        # merged once, and every entry holding it takes the result.
+        distinct = dict.fromkeys([props for _, _, props in entries])
         # A name no entry holds is not looked for in each: one scan of all their properties
         # together rules it out for every entry (the bodies, 32 times larger, are not scanned).
-        all_props = _RAW_SEPARATOR.join([props for _, _, props in entries])
+        all_props = _RAW_SEPARATOR.join(distinct)
         delay_or_transaction = _RAW_DELAY[1:] in all_props or _RAW_TRANSACTION[1:] in all_props
         own_cluster = _RAW_CLUSTER[1:] in all_props
         # So the header's properties that no entry names are one tail, the same for every entry,
@@ -424,8 +427,9 @@ class SendMessageProcessor(RequestProcessor):
         tags_codes = self._raw_tags_codes
         tags_code = -1 if tags_per_entry else self._tags_code(find_raw_property(common, _RAW_TAGS))
         check_utf8 = not all_props.isascii()
-        stored_entries: list[tuple[int, bytes | memoryview, bytes, int]] = []
-        for flag, data, props in entries:
+        merged: dict[bytes, tuple[bytes, int]] = {}
+        for sent in distinct:
+            props = sent
             if check_utf8 and not props.isascii():
                 try:
                     props.decode()
@@ -451,7 +455,9 @@ class SendMessageProcessor(RequestProcessor):
                 raw_tags = find_raw_property(stored, _RAW_TAGS)
                 cached_code = tags_codes.get(raw_tags)
                 tags_code = self._tags_code(raw_tags) if cached_code is None else cached_code
-            stored_entries.append((flag, data, stored, tags_code))
+            merged[sent] = (stored, tags_code)
+        stored_entries: list[tuple[int, bytes | memoryview, bytes, int]] = [
+            (flag, data, *merged[props]) for flag, data, props in entries]
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)
         return MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=stored_entries, sys_flag=sys_flag,

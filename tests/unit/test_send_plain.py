@@ -5,10 +5,8 @@ properties) stores. The differential test that pins the fast path to the full pa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,11 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rocketmq_py.broker.processors.send as send
-from rocketmq_py.broker.config import BrokerConfig
 from rocketmq_py.broker.processors.send import SendMessageProcessor
 from rocketmq_py.broker.processors.send_plain import plain_properties
-from rocketmq_py.broker.stats import BrokerStats
-from rocketmq_py.broker.topic_config_manager import TopicConfigManager
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
@@ -28,10 +23,8 @@ from rocketmq_py.remoting.frame import FrameDecoder, encode_frame
 from rocketmq_py.remoting.header import HeaderError
 from rocketmq_py.remoting.processor import ProcessorTable
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
-from rocketmq_py.remoting.protocol.topic import TopicConfig
 from rocketmq_py.store.config import FlushDiskType
-from rocketmq_py.store.message_store import DefaultMessageStore
-from tests.store_helpers import STORE_HOST, small_config
+from tests.unit.send_helpers import send_processor, unconnected
 
 CLUSTER = ("C1", "\x02CLUSTER\x01C1", "CLUSTER\x01C1")
 
@@ -77,47 +70,15 @@ def test_properties_that_change_what_is_stored_go_to_the_parsed_path(text: str) 
     assert plain_properties(text, CLUSTER) is None
 
 
-@dataclass
-class _Broker:
-    """What SendMessageProcessor reads of its BrokerController."""
-
-    broker_config: BrokerConfig
-    topic_config_manager: TopicConfigManager
-    message_store: DefaultMessageStore
-    store_host: tuple[str, int] = STORE_HOST
-    stats: Any = None
-
-
 def _recorded(reads: list[dict[str, str]], ext: dict[str, str], read: Any) -> Any:
     """``read(ext)``, with ``ext`` noted in ``reads``: which sends took the plain path."""
     reads.append(ext)
     return read(ext)
 
 
-def _conn() -> RemotingConnection:
-    # a real connection, never connected: compiled (the mypyc build), send_plain takes nothing else
-    conn = RemotingConnection(ProcessorTable())
-    conn.remote_addr = "10.0.0.7:5555"
-    return conn
-
-
-@contextlib.asynccontextmanager
-async def _processor(tmp_path: Any, **store_config: object) -> AsyncIterator[SendMessageProcessor]:
-    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False, **store_config))
-    await store.load()
-    await store.start()
-    topics = TopicConfigManager(str(tmp_path))
-    topics.update_topic_config(TopicConfig(topicName="T", readQueueNums=4, writeQueueNums=4))
-    try:
-        yield SendMessageProcessor(_Broker(BrokerConfig(brokerClusterName="C1"), topics, store,  # type: ignore[arg-type]
-                                           stats=BrokerStats()))
-    finally:
-        await store.shutdown()
-
-
 @pytest.fixture
 async def processor(tmp_path: Any) -> AsyncIterator[SendMessageProcessor]:
-    async with _processor(tmp_path) as processor:
+    async with send_processor(tmp_path) as processor:
         yield processor
 
 
@@ -127,7 +88,7 @@ SDK_FIELDS = {"a": "pg", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", 
 
 
 def _send(processor: SendMessageProcessor, ext: dict[str, str]) -> RemotingCommand:
-    response = processor.process_request(_conn(), RemotingCommand.request(
+    response = processor.process_request(unconnected(), RemotingCommand.request(
         RequestCode.SEND_MESSAGE_V2, dict(ext), b"body"))
     assert isinstance(response, RemotingCommand)
     return response
@@ -280,9 +241,9 @@ async def test_sends_that_fit_a_file_only_apart_are_stored_one_by_one(processor:
 
 async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with _processor(tmp_path, flushDiskType=FlushDiskType.SYNC_FLUSH) as processor:
+    async with send_processor(tmp_path, flushDiskType=FlushDiskType.SYNC_FLUSH) as processor:
         store = processor.broker.message_store
-        first = await _answer(processor.process_request(_conn(), _frame(SDK_FIELDS)))
+        first = await _answer(processor.process_request(unconnected(), _frame(SDK_FIELDS)))
         assert first.code == ResponseCode.SUCCESS  # the topic's first send, which validates its name
         no_wait = {**SDK_FIELDS, "i": "TAGS\x01a\x02WAIT\x01false"}
         flushed_to = store.group_commit_service.flushed_to
@@ -293,7 +254,7 @@ async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
             return flushed_to(offset)
 
         monkeypatch.setattr(store.group_commit_service, "flushed_to", counted)
-        results = processor.process_requests(_conn(), [_frame(SDK_FIELDS), _frame(no_wait),
+        results = processor.process_requests(unconnected(), [_frame(SDK_FIELDS), _frame(no_wait),
                                                         _frame(SDK_FIELDS)])
         assert waits == [store.commit_log.max_offset], "one wait for the run, to its end"
         assert isinstance(results[1], RemotingCommand), "WAIT=false is answered without waiting"
@@ -308,7 +269,7 @@ async def test_a_synced_run_is_answered_once_flushed_or_with_flush_disk_timeout(
             return future
 
         monkeypatch.setattr(store.group_commit_service, "flushed_to", never)
-        (late,) = processor.process_requests(_conn(), [_frame(SDK_FIELDS)])
+        (late,) = processor.process_requests(unconnected(), [_frame(SDK_FIELDS)])
         answer = await _answer(late)
         assert answer.code == ResponseCode.FLUSH_DISK_TIMEOUT
         assert _stored_anyway(processor, answer).body == b"body", "stored, only not flushed in time"
@@ -332,7 +293,7 @@ async def _outcome(processor: SendMessageProcessor, ext: dict[str, str]) -> tupl
     and the stored record's fields."""
     before = processor.broker.message_store.commit_log.max_offset
     try:
-        response = await _answer(processor.process_request(_conn(), _frame(ext)))
+        response = await _answer(processor.process_request(unconnected(), _frame(ext)))
     except HeaderError as exc:
         assert processor.broker.message_store.commit_log.max_offset == before
         return ("refused", str(exc))
@@ -350,9 +311,9 @@ def test_plain_sends_read_numbers_as_the_full_path_does(key: str, value: str) ->
     """The plain path reads numbers only where the typed header reads them the same (Java's
     parseInt / parseLong); every other value is the typed header's to read or refuse."""
     async def scenario(root: str) -> None:
-        async with _processor(root) as processor:
+        async with send_processor(root) as processor:
             # the first send validates the topic
-            await _answer(processor.process_request(_conn(), _frame(SDK_FIELDS)))
+            await _answer(processor.process_request(unconnected(), _frame(SDK_FIELDS)))
             ext = {**SDK_FIELDS, key: value}
             plain = await _outcome(processor, ext)
             full_path = processor.process_requests

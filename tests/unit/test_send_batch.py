@@ -1,0 +1,72 @@
+"""SEND_BATCH_MESSAGE's entries as stored (broker/processors/send.py's _batch): each entry's own
+properties, then the header's it lacks and CLUSTER, and its tags' hash in its ConsumeQueue unit,
+whatever properties the other entries of the batch repeat (each distinct one is merged once)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_py.remoting.codes import RequestCode, ResponseCode
+from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_py.remoting.protocol.message import (
+    BatchEntry,
+    decode_offset_msg_id,
+    decode_record,
+    encode_batch,
+    properties_to_string,
+    string_to_properties,
+    tags_string_to_tags_code,
+)
+from tests.unit.send_helpers import send_processor, unconnected
+
+NAMES = ["TAGS", "KEYS", "A", "B", "CLUSTER"]
+VALUES = st.text("abc xyz012", min_size=1, max_size=6)
+PROPERTIES = st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=4)
+
+
+def _expected(own: dict[str, str], header: dict[str, str]) -> dict[str, str]:
+    """What a stored entry holds: its own properties (CLUSTER is the broker's), the header's it
+    lacks (not WAIT), and the broker's CLUSTER."""
+    kept = {k: v for k, v in own.items() if k != "CLUSTER"}
+    filled = {k: v for k, v in header.items() if k not in ("WAIT", "CLUSTER") and k not in kept}
+    return {**kept, **filled, "CLUSTER": "C1"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(pool=st.lists(PROPERTIES, min_size=1, max_size=3),
+       picks=st.lists(st.integers(0, 2), min_size=1, max_size=12),
+       header=PROPERTIES.map(lambda p: {**p, "WAIT": "true"}))
+async def test_each_entry_keeps_its_own_properties_and_takes_the_headers_it_lacks(
+        tmp_path_factory: Any, pool: list[dict[str, str]], picks: list[int], header: dict[str, str]) -> None:
+    chosen = [pool[i % len(pool)] for i in picks]  # entries repeating a few properties, as producers send
+    entries = [BatchEntry(i, f"body-{i}".encode(), properties_to_string(own)) for i, own in enumerate(chosen)]
+    v1 = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102", defaultTopicQueueNums=4,
+                                  queueId=2, sysFlag=0, bornTimestamp=1700000000123, flag=0,
+                                  properties=properties_to_string(header), batch=True)
+    request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, SendMessageRequestHeaderV2.from_v1(v1),
+                                      encode_batch(entries))
+    async with send_processor(tmp_path_factory.mktemp("store")) as processor:
+        response = processor.process_request(unconnected(), request)
+        assert isinstance(response, RemotingCommand)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        ext = response.ext_fields or {}
+        store = processor.broker.message_store
+        first = int(ext["queueOffset"])
+        cq = store.find_consume_queue("T", 2)
+        for i, (msg_id, entry, own) in enumerate(zip(ext["msgId"].split(","), entries, chosen, strict=True)):
+            data = store.look_message_by_offset(decode_offset_msg_id(msg_id)[1])
+            assert data is not None
+            stored = decode_record(data)
+            expected = _expected(own, header)
+            assert (stored.body, stored.flag, stored.queue_offset) == (entry.body, entry.flag, first + i)
+            assert stored.properties == expected
+            # the properties as stored: the record's last bytes, after the body, topic and length
+            at = data.index(entry.body) + len(entry.body)
+            raw = data[at + 1 + data[at] + 2:].decode()
+            assert string_to_properties(raw) == expected and "\x02\x02" not in raw and not raw.endswith("\x02")
+            unit = cq.unit_at(first + i)
+            assert unit is not None and unit[2] == tags_string_to_tags_code(expected.get("TAGS"))
