@@ -328,8 +328,11 @@ def properties_column(texts: pa.StringArray) -> pa.MapArray:
     entries = pc.split_pattern(texts, PROPERTY_SEPARATOR)
     pairs = pc.split_pattern(entries.values, NAME_VALUE_SEPARATOR, max_splits=1)
     kept = pc.equal(pc.list_value_length(pairs), _I32_2)
-    pairs = pairs.filter(kept)
-    names, values = pc.list_element(pairs, _0), pc.list_element(pairs, _1)
+    if kept.false_count:
+        pairs = pairs.filter(kept)
+    # Every pair is now a name and a value: its pieces alternate, and are taken apart by place.
+    pieces = pairs.flatten()
+    names, values = pc.take(pieces, _every(2, 0, len(pairs))), pc.take(pieces, _every(2, 1, len(pairs)))
     filled = pc.and_(pc.greater(pc.binary_length(names), _I32_0), pc.greater(pc.binary_length(values), _I32_0))
     if filled.false_count:
         names, values = names.filter(filled), values.filter(filled)
