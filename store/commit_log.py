@@ -303,10 +303,15 @@ class CommitLog:
     def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,
                      store_ts: int) -> _BuiltBatch | AppendMessageResult:
         """The records of ``batch`` starting at physical ``offset``: their parts, ConsumeQueue
-        units and total size, or the result refusing an entry too large."""
+        units and total size, or the result refusing an entry too large.
+
+        A record's bytes after its body (topic, properties length, properties) are joined once per
+        distinct properties of the batch: entries mostly repeat a few, and their records then are
+        three parts each (head, body, that tail) rather than five."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
         head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
-        fixed = _FIXED + len(topic) + len(born) + len(store)
+        # A record's size: this, its body's length and its tail's.
+        fixed = _FIXED + len(born) + len(store) - _I16.size
         max_body = self.config.maxMessageSize
         queue_id, sys_flag = batch.queue_id, (batch.sys_flag & _NOT_HOST_FLAGS) | host_flags
         born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
@@ -315,16 +320,20 @@ class CommitLog:
         base = offset
         parts: list[bytes | memoryview] = []
         units = []
+        tails: dict[bytes, bytes] = {}
         for flag, body, props, tags_code in batch.entries:
-            body_len, props_len = len(body), len(props)
+            body_len = len(body)
             if body_len > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-            if props_len > MAX_PROPERTIES_LENGTH:
-                return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-            size = fixed + body_len + props_len
+            tail = tails.get(props)
+            if tail is None:
+                if len(props) > MAX_PROPERTIES_LENGTH:
+                    return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+                tail = tails[props] = b"".join((topic, pack_len(len(props)), props))
+            size = fixed + body_len + len(tail)
             parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
                            offset, sys_flag, born_ts, born, store_ts, store, reconsume, 0, body_len),
-                      body, topic, pack_len(props_len), props)
+                      body, tail)
             units.append((offset, size, tags_code))
             offset += size
             queue_offset += step
