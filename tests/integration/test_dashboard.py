@@ -103,10 +103,15 @@ def shot(driver: WebDriver, name: str) -> None:
 
 def wait(driver: WebDriver, condition: Callable[[WebDriver], object], timeout: float = 30, refresh: bool = False
          ) -> object:
-    """Poll ``condition`` (reloading the page between polls when ``refresh``), bounded."""
+    """Poll ``condition`` (reloading the page between polls when ``refresh``), bounded. A reload
+    that times out (the browser's renderer starved on a loaded machine) is a poll that failed,
+    not the end of the wait: the bound stays ``timeout``."""
     def check(d: WebDriver) -> object:
         if refresh:
-            d.refresh()
+            try:
+                d.refresh()
+            except TimeoutException:
+                return False
         return condition(d)
     return WebDriverWait(driver, timeout, poll_frequency=0.5).until(check)
 
