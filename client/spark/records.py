@@ -26,6 +26,7 @@ import struct
 import sys
 import zlib
 from array import array
+from functools import cache
 from itertools import accumulate
 from typing import Any, Literal
 
@@ -75,8 +76,16 @@ BATCH_BYTES = 64 << 20
 _UNIQ = pa.scalar(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, pa.string())
 _TAGS = pa.scalar(MessageConst.TAGS, pa.string())
 _KEYS = pa.scalar(MessageConst.KEYS, pa.string())
-_0, _1, _2, _3, _256, _1000 = (pa.scalar(i, pa.int64()) for i in (0, 1, 2, 3, 256, 1000))
-_SHORT_SIGN = pa.scalar(0x8000, pa.int64())  # the properties' length is a signed short
+
+
+@cache
+def _int64(value: int) -> pa.Int64Scalar:
+    """``value`` as an Arrow scalar, made once."""
+    return pa.scalar(value, pa.int64())
+
+
+_0, _1, _2, _3, _256, _1000 = map(_int64, (0, 1, 2, 3, 256, 1000))
+_SHORT_SIGN = _int64(0x8000)  # the properties' length is a signed short
 _HOST_FLAGS = pa.scalar(HOST_V6_FLAGS, pa.int32())
 _I32_0, _I32_2 = pa.scalar(0, pa.int32()), pa.scalar(2, pa.int32())
 
@@ -120,6 +129,7 @@ class RecordColumns:
 
     def __init__(self, broker_name: str) -> None:
         self.broker_name = broker_name
+        self._broker_name = pa.scalar(broker_name, pa.string())
         self._clear()
 
     def _clear(self) -> None:
@@ -190,7 +200,7 @@ class RecordColumns:
         at = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self._at)])
         # The head's first run (the walk checked that every record holds it), then the others
         # where the host flags put them, once the record is known to hold them.
-        runs = [_gather(_cut(joined, [at, pc.add(at, pa.scalar(_RUN_SPANS[0][1], pa.int64()))]), 2, 1, n)]
+        runs = [_gather(_cut(joined, [at, pc.add(at, _int64(_RUN_SPANS[0][1]))]), 2, 1, n)]
         head = _Head(runs)
         total, sys_flag = head.column("total_size").cast(pa.int64()), head.column("sys_flag")
         flags = pc.bit_wise_and(sys_flag, _HOST_FLAGS)
@@ -200,7 +210,7 @@ class RecordColumns:
         ends = []
         for run_at, (start, end) in zip(_RUN_AT, _RUN_SPANS[1:], strict=True):
             run_start = pc.add(at, pc.take(run_at, flags))
-            ends += [run_start, pc.add(run_start, pa.scalar(end - start, pa.int64()))]
+            ends += [run_start, pc.add(run_start, _int64(end - start))]
         parts = _cut(joined, ends)  # each run after a host, at parts 1 and 3 of 4
         runs += [_gather(parts, 4, 1, n), _gather(parts, 4, 3, n)]
         body_len = head.column("body_length").cast(pa.int64())
@@ -233,7 +243,7 @@ class RecordColumns:
                 [_offset_msg_id(joined, self._at[row], sys_flag[row].as_py())
                  for row in pc.indices_nonzero(missing).to_pylist()], pa.string()))
         arrays: list[Any] = [
-            topic, head.column("queue_id"), pa.repeat(pa.scalar(self.broker_name, pa.string()), n),
+            topic, head.column("queue_id"), pa.repeat(self._broker_name, n),
             head.column("queue_offset"), msg_id, body,
             pc.map_lookup(props, _TAGS, "last"), pc.map_lookup(props, _KEYS, "last"), props,
             _timestamps(head.column("born_timestamp")), _timestamps(head.column("store_timestamp")),
@@ -312,8 +322,7 @@ def _cut(joined: bytes, ends: list[pa.Int64Array]) -> pa.Array:
 
 def _every(step: int, first: int, rows: int) -> pa.Int64Array:
     """The indices first, first + step, ... of ``rows`` rows of ``step`` parts."""
-    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(step, pa.int64()), rows)),
-                       pa.scalar(step - first, pa.int64()))
+    return pc.subtract(pc.cumulative_sum(pa.repeat(_int64(step), rows)), _int64(step - first))
 
 
 def _timestamps(millis: pa.Int64Array) -> pa.Array:
@@ -344,7 +353,7 @@ def properties_column(texts: pa.StringArray) -> pa.MapArray:
         # A name twice in one row: (row, name) pairs, as integers, fewer distinct than there are.
         rows = pc.list_parent_indices(entries).filter(kept).cast(pa.int64())
         codes = pc.dictionary_encode(names)
-        pairs_of = pc.add(pc.multiply(rows, pa.scalar(len(codes.dictionary), pa.int64())),
+        pairs_of = pc.add(pc.multiply(rows, _int64(len(codes.dictionary))),
                             codes.indices.cast(pa.int64()))
         if len(pc.unique(pairs_of)) != len(pairs_of):
             return _properties_by_row(texts)
