@@ -65,11 +65,15 @@ class PullRequestHoldService:
         pull.timer = asyncio.get_running_loop().call_later(pull.suspend_seconds, self._expire, pull)
 
     def on_message_arriving(self, topic: str, queue_id: int, logic_offset: int, tags_code: int,
-                            store_timestamp: int, properties: str | bytes) -> None:
+                            store_timestamp: int, properties: str | bytes) -> bool:
         """The store's arrival listener (store.MessageArrivingListener): one call per new unit,
-        so the usual case, no pull waiting on that queue, returns after one look-up."""
-        if (topic, queue_id) in self._table:
-            self.notify_message_arriving(topic, queue_id, logic_offset, tags_code, properties)
+        so the usual case, no pull waiting on that queue, returns after one look-up; whether
+        pulls still wait on the queue (a batch's later entries are announced only then)."""
+        key = (topic, queue_id)
+        if key not in self._table:
+            return False
+        self.notify_message_arriving(topic, queue_id, logic_offset, tags_code, properties)
+        return key in self._table
 
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
                                 tags_code: int | None = None, properties: str | bytes | None = None) -> None:

@@ -34,8 +34,10 @@ log = logging.getLogger("rocketmq.store")
 # (topic, queue id, next queue offset, tag code, store timestamp, properties string): long
 # polling wakes the pulls a new message satisfies, by tag code or (SQL92) by properties.
 # Properties as the record holds them: a string, or a batch entry's UTF-8 bytes (decoded only by a
-# listener that has a use for them: most arrivals find no pull waiting).
-MessageArrivingListener = Callable[[str, int, int, int, int, str | bytes], None]
+# listener that has a use for them: most arrivals find no pull waiting). It answers whether pulls
+# still wait on that queue: when none do, a batch's later entries are not announced (nothing can
+# be held while the batch is dispatched).
+MessageArrivingListener = Callable[[str, int, int, int, int, str | bytes], bool]
 
 
 class CommitLogDispatcher:
@@ -87,7 +89,8 @@ class CommitLogDispatcher:
             if listener is not None:
                 store_ts = result.store_timestamp
                 for logic_offset, (_flag, _body, props, tags_code) in enumerate(batch.entries, first + 1):
-                    listener(topic, queue_id, logic_offset, tags_code, store_ts, props)
+                    if not listener(topic, queue_id, logic_offset, tags_code, store_ts, props):
+                        break
         if self.index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             prefix = f"{topic}#".encode()
             for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):

@@ -100,10 +100,13 @@ async def test_a_woken_pull_is_answered_inside_the_arrival_and_its_failure_stays
 async def test_store_arrivals_with_a_batch_entry_s_raw_properties_wake_a_selector_pull() -> None:
     service, woken = await _service({})
     _suspend_selector_pull(service)
-    service.on_message_arriving("T", 1, 1, 0, 0, b"a\x017")  # another queue: nothing
-    service.on_message_arriving("T", 0, 1, 0, 0, b"a\x011")
+    # The answer: whether pulls still wait on the queue (the store stops announcing a batch's
+    # entries once none do).
+    assert service.on_message_arriving("T", 1, 1, 0, 0, b"a\x017") is False  # another queue: nothing
+    assert service.on_message_arriving("T", 0, 1, 0, 0, b"a\x011") is True
     assert service.held == 1
-    service.on_message_arriving("T", 0, 2, 0, 0, b"b\x012\x02a\x017")  # bytes, as a batch entry holds them
+    # bytes, as a batch entry holds them
+    assert service.on_message_arriving("T", 0, 2, 0, 0, b"b\x012\x02a\x017") is False
     assert await asyncio.wait_for(woken.get(), 2) == 1
     assert service.held == 0
     await service.shutdown()
