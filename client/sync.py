@@ -41,8 +41,16 @@ def _background_loop() -> asyncio.AbstractEventLoop:
             thread = threading.Thread(target=loop.run_forever, name="rocketmq-py-loop", daemon=True)
             thread.start()
             _loop = loop
-            atexit.register(loop.call_soon_threadsafe, loop.stop)
+            atexit.register(_stop, loop, thread)
         return _loop
+
+
+def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """At exit, the loop stopped and its thread gone (bounded) before the interpreter tears down:
+    a daemon thread still inside the loop (busy polling keeps it there between reads) while the
+    interpreter finalizes can crash it (a script exited -11 after its last line, once, in CI)."""
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5.0)
 
 
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
