@@ -171,18 +171,11 @@ class FlushConsumeQueueService:
         return store.checkpoint.index_msg_timestamp if store.checkpoint is not None else 0
 
 
-def stored_future(store: DefaultMessageStore, offset: int) -> asyncio.Future[PutMessageStatus]:
-    """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
-    up to ``offset``, both waited for at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
-    FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE when no slave is connected
-    or it is more than haSlaveFallbehindMax behind (the flush's status first, as in Java).
-    Java's CommitLog.handleDiskFlushAndHA.
-
-    A future rather than a coroutine: a run of sends stored together shares one, and their
-    answers go out from its callback, with no task per send (at 64 sends in flight to a
-    SYNC_MASTER, a task and its coroutines per send were a fifth of the broker's time)."""
-    loop = asyncio.get_running_loop()
-    status: asyncio.Future[PutMessageStatus] = loop.create_future()
+def _waits(store: DefaultMessageStore, offset: int
+           ) -> tuple[asyncio.Future[bool] | None, asyncio.Future[bool] | None, PutMessageStatus]:
+    """What a put to ``offset`` waits for: the flush (SYNC_FLUSH), the slave (SYNC_MASTER, when
+    one is fit to wait for), and the status when both go well (SLAVE_NOT_AVAILABLE when no slave
+    is connected or it is more than haSlaveFallbehindMax behind)."""
     flushed = store.group_commit_service.flushed_to(offset) if store.sync_flush else None
     replicated = None
     replica_status = PutMessageStatus.PUT_OK
@@ -191,33 +184,53 @@ def stored_future(store: DefaultMessageStore, offset: int) -> asyncio.Future[Put
             replicated = store.ha_service.wait_transfer(offset)
         else:
             replica_status = PutMessageStatus.SLAVE_NOT_AVAILABLE
+    return flushed, replicated, replica_status
+
+
+def _status(flushed: asyncio.Future[bool] | None, replicated: asyncio.Future[bool] | None,
+            replica_status: PutMessageStatus) -> PutMessageStatus:
+    """The status of a put whose waits are done: the flush's failure first, as in Java."""
+    if flushed is not None and (flushed.cancelled() or not flushed.result()):
+        return PutMessageStatus.FLUSH_DISK_TIMEOUT
+    if replicated is not None and (replicated.cancelled() or not replicated.result()):
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+    return replica_status
+
+
+def stored_future(store: DefaultMessageStore, offset: int) -> asyncio.Future[PutMessageStatus]:
+    """PUT_OK once the log is flushed (SYNC_FLUSH) and acknowledged by the slave (SYNC_MASTER)
+    up to ``offset``, both waited for at once; else FLUSH_DISK_TIMEOUT after syncFlushTimeout,
+    FLUSH_SLAVE_TIMEOUT after slaveTimeout, or SLAVE_NOT_AVAILABLE. Java's
+    CommitLog.handleDiskFlushAndHA.
+
+    A future rather than a coroutine: a run of sends stored together shares one, and their
+    answers go out from its callback, with no task per send (at 64 sends in flight to a
+    SYNC_MASTER, a task and its coroutines per send were a fifth of the broker's time)."""
+    status: asyncio.Future[PutMessageStatus] = asyncio.get_running_loop().create_future()
+    flushed, replicated, replica_status = _waits(store, offset)
     waits = [w for w in (flushed, replicated) if w is not None]
     if not waits:
         status.set_result(replica_status)
         return status
 
     def settle(_: object) -> None:
-        if status.done() or not all(w.done() for w in waits):
-            return
-        if flushed is not None and not _succeeded(flushed):
-            status.set_result(PutMessageStatus.FLUSH_DISK_TIMEOUT)
-        elif replicated is not None and not _succeeded(replicated):
-            status.set_result(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
-        else:
-            status.set_result(replica_status)
+        if not status.done() and all(w.done() for w in waits):
+            status.set_result(_status(flushed, replicated, replica_status))
 
     for w in waits:
         w.add_done_callback(settle)
     return status
 
 
-def _succeeded(wait: asyncio.Future[bool]) -> bool:
-    return not wait.cancelled() and wait.result()
-
-
 async def stored_to(store: DefaultMessageStore, offset: int) -> PutMessageStatus:
-    """``stored_future``, awaited."""
-    return await stored_future(store, offset)
+    """``stored_future`` for one put awaiting in a coroutine, which awaits the waits themselves:
+    a future of its own would cost each put a callback and a turn of the loop more
+    (bench/store_append.py's SYNC_FLUSH puts at 64 in flight)."""
+    flushed, replicated, replica_status = _waits(store, offset)
+    for wait in (flushed, replicated):
+        if wait is not None:
+            await wait
+    return _status(flushed, replicated, replica_status)
 
 
 def flush_all(store: DefaultMessageStore, index_complete: bool = True) -> None:
