@@ -208,9 +208,10 @@ class SendMessageProcessor(RequestProcessor):
 
         def settle(stored: asyncio.Future[PutMessageStatus]) -> None:
             status = PutMessageStatus.SERVICE_NOT_AVAILABLE if stored.cancelled() else stored.result()
+            code = None if status is PutMessageStatus.PUT_OK else _STATUS_TO_CODE[status][0]
             for response, answer in zip(responses, answers, strict=True):
-                if status is not PutMessageStatus.PUT_OK:
-                    response.code = _STATUS_TO_CODE[status][0]
+                if code is not None:
+                    response.code = code
                 if not answer.done():
                     answer.set_result(response)
 

@@ -45,7 +45,6 @@ class HAClient:
         self.store = store
         self.master_address: str | None = None
         self.current_reported_offset = 0
-        self.last_read = 0.0
         # wall-clock ms of the last frame bytes read and the last report written (0: never),
         # for the runtime info
         self.last_read_timestamp = 0
@@ -162,7 +161,6 @@ class HAClient:
                                 "be merged (an operator must move one of the stores aside)")
                     return
                 housekeeping.touch()
-                self.last_read = time.monotonic()
                 self.last_read_timestamp = int(time.time() * 1000)
                 self.flow.add(len(data))
                 for offset, body in frames.feed(data):
