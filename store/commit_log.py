@@ -509,9 +509,7 @@ class CommitLog:
         if len(body) < _BODY_WRITTEN_APART:
             mf.write(pos, b"".join((fixed, body, topic, _I16.pack(len(props)), props)))
         else:  # a large body goes into the file as it is, not through a joined copy first
-            mf.write(pos, fixed)
-            mf.write(pos + len(fixed), body)
-            mf.write(pos + len(fixed) + len(body), b"".join((topic, _I16.pack(len(props)), props)))
+            mf.write_parts(pos, [fixed, body, b"".join((topic, _I16.pack(len(props)), props))])
         mf.wrote_position = pos + size
         if queued:
             table[key] = queue_offset + 1

@@ -324,6 +324,22 @@ class MappedFile:
                 while written < size:
                     written += os.pwrite(fd, view[written:], pos + written)
 
+    def write_parts(self, pos: int, parts: list[bytes | bytearray | memoryview]) -> None:
+        """``parts`` one after another into the file at ``pos``, by one pwritev on the kept
+        descriptor: a record around a large body (its head and tail are under a page each)
+        goes in without a joined copy of the body and without the head or tail touching the
+        mapping, where a store to a page not yet in the page cache faults and the kernel reads
+        ahead (zero-fills) a window of pages inside the event loop."""
+        fd = self._write_fd
+        if fd is None:
+            fd = self._write_fd = os.open(self.path, os.O_RDWR)
+        size = sum(map(len, parts))
+        written = os.pwritev(fd, parts, pos)
+        if written != size:  # only a signal or a full disk cut a write to a file short
+            with memoryview(b"".join(parts)) as view:
+                while written < size:
+                    written += os.pwrite(fd, view[written:], pos + written)
+
     def end_writes(self) -> None:
         """The descriptor ``write`` kept, closed (the file is full, or closing)."""
         fd, self._write_fd = self._write_fd, None

@@ -499,8 +499,9 @@ async def test_consume_queues_flush_once_they_have_least_pages(tmp_path: str) ->
 
 
 async def test_a_large_body_is_stored_whole_and_recovered(tmp_path: str) -> None:
-    """A body from 64 KiB on is written into the mapping apart from the record's other fields:
-    the record read back is the same as a small one's layout says, and a restart's scan (sizes
+    """A body from 64 KiB on is written into the file apart from the record's other fields (one
+    pwritev of head, body and tail): the record reads back through the mapping at once as a small
+    one's layout says, the file holds the bytes the mapping shows, and a restart's scan (sizes
     and body CRC checked) keeps it."""
     cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=8 << 20, messageIndexInChildProcess=False)
     store = DefaultMessageStore(cfg)
@@ -509,6 +510,12 @@ async def test_a_large_body_is_stored_whole_and_recovered(tmp_path: str) -> None
     bodies = [os.urandom(size) for size in (100, 64 * 1024 - 1, 64 * 1024, 1 << 20)]
     for body in bodies:
         assert store.append_message(message("Large", body, tags="t", keys="k")).ok
+    mf = store.commit_log.queue.files[-1]
+    fd = os.open(mf.path, os.O_RDONLY)
+    try:
+        assert os.pread(fd, mf.wrote_position, 0) == mf.mm[:mf.wrote_position]
+    finally:
+        os.close(fd)
     for restart in (False, True):
         if restart:
             await store.shutdown()
