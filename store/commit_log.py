@@ -217,6 +217,7 @@ class CommitLog:
                                  if config.flushDiskType == FlushDiskType.SYNC_FLUSH else MADV_POPULATE_WRITE)
         # Only a new file's head goes without readahead: past it the warmer is ahead of the
         # writer, and pulls of old data after a restart read ahead as usual.
+        self._reserve_ahead = max(COMMIT_LOG_RESERVE_CHUNK // 2, self.warmer.ahead if self.warmer.enabled else 0)
         self.queue = MappedFileQueue(config.commit_log_dir(), config.mappedFileSizeCommitLog, preallocate=True,
                                      warm=config.warmMapedFileEnable,
                                      no_readahead=COMMIT_LOG_NO_READAHEAD if self.warmer.enabled else 0,
@@ -389,8 +390,9 @@ class CommitLog:
         room; nothing is written then) and the pages warmed, ahead of the writer. ``warm_mark``
         stays half a chunk short of the reservation, so the put path checks one position for
         both."""
-        # Half a chunk always reserved past the writer: the warmer populates up to 4 MiB ahead.
-        half = COMMIT_LOG_RESERVE_CHUNK // 2
+        # Always reserved past the writer: half a chunk, or as far as the warmer populates, so no
+        # page is made writable before its blocks are reserved (docs/store-disk-full.md).
+        half = self._reserve_ahead
         if mf.reserved < mf.file_size and end + half > mf.reserved:
             mf.reserve(end + half, half)
         self.warmer.request(mf, end)

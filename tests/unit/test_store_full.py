@@ -114,11 +114,13 @@ async def test_many_small_files_hold_few_descriptors(tmp_path: str, monkeypatch:
 
 
 async def test_the_commit_log_reserves_ahead_of_its_writer(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 32 MiB CommitLog file is reserved 8 MiB at a time; when the next reservation fails, the
-    put is refused with nothing written, and the next put after the disk has room is accepted."""
+    """A 128 MiB CommitLog file is reserved a part at a time, always as far as its pages are
+    warmed ahead of the writer (no page made writable before its blocks are reserved); when the
+    next reservation fails, the put is refused with nothing written, and the next put after the
+    disk has room is accepted."""
     refuse = [False]
     monkeypatch.setattr(mapped_file, "reserve_blocks", _refusing(errno.ENOSPC, refuse))
-    cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=32 << 20, messageIndexInChildProcess=False)
+    cfg = small_config(str(tmp_path), mappedFileSizeCommitLog=128 << 20, messageIndexInChildProcess=False)
     store = DefaultMessageStore(cfg)
     await store.load()
     await store.start()
@@ -129,13 +131,14 @@ async def test_the_commit_log_reserves_ahead_of_its_writer(tmp_path: str, monkey
         assert 0 < mf.reserved < mf.file_size, "the whole file was reserved at once"
         refuse[0] = True
         stored = 1
-        for _ in range(10_000):  # bounded: 32 MiB holds 8,000 of these
+        for _ in range(40_000):  # bounded: 128 MiB holds 32,000 of these
             before = store.get_max_phy_offset()
             r = store.append_message(message("Ahead", body))
             if not r.ok:
                 break
             stored += 1
             assert store.get_max_phy_offset() <= mf.reserved, "written past the reservation"
+            assert mf.warm_requested <= mf.reserved, "warmed past the reservation"
         assert r.status == PutMessageStatus.SERVICE_NOT_AVAILABLE and "disk is full" in (r.remark or ""), r
         assert store.get_max_phy_offset() == before and store.get_max_offset_in_queue("Ahead", 0) == stored
         refuse[0] = False  # room again: the very next put is accepted
