@@ -41,6 +41,9 @@ _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
 _RESERVE_CHUNK = 4 * 1024 * 1024
 _KEYS = raw_property_prefix(MessageConst.KEYS)
 _UNIQ_KEY = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+# A part of both names the index reads (KEYS, UNIQ_KEY): raw properties without it have nothing
+# to index, which one search tells (most of a batch's entries carry only tags).
+INDEXED_NAMES_PART = b"KEY"
 
 
 def key_hash(key: str) -> int:

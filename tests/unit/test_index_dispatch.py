@@ -7,13 +7,31 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import struct
 import sys
+import tempfile
 import textwrap
 import time
 from typing import Any
 
-from rocketmq_py.remoting.protocol.message import decode_record
-from rocketmq_py.store.index_dispatch import read_indexed_offset, wait_for_previous_child
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_py.remoting.protocol.message import (
+    BLANK_MAGIC_CODE,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    MessageExt,
+    decode_record,
+    encode_record,
+)
+from rocketmq_py.store.index_dispatch import (
+    _CommitLogReader,
+    index_records,
+    read_indexed_offset,
+    wait_for_previous_child,
+)
+from rocketmq_py.store.index_file import topic_key_hash
 from rocketmq_py.store.message_store import DefaultMessageStore
 from tests.store_helpers import batch, index_caught_up, message, small_config
 from tests.waiting import wait_until
@@ -204,3 +222,71 @@ async def test_a_query_waiting_for_a_lagging_child_leaves_the_event_loop_free(tm
     finally:
         os.kill(pid, signal.SIGCONT)
         await s.shutdown()
+
+
+class _Entries:
+    """What index_records hands the IndexFile, kept."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, int, int]] = []
+
+    def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
+        self.entries += zip(hashes, phys, stamps, strict=True)
+
+
+_WORDS = st.text(alphabet="abKEYSUNIQ_\u00e9\u4e2d ", max_size=12)
+_PROPERTY_NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "MYKEYS", "XUNIQ_KEY", "KEY", "WAIT"])
+_RECORDS = st.lists(st.tuples(
+    st.sampled_from(["T", "TopicKEY", "\u00e9t\u00e9"]),
+    st.dictionaries(_PROPERTY_NAMES, _WORDS.filter(bool), max_size=4),
+    st.one_of(st.binary(max_size=300), st.sampled_from([b"KEYS\x01k", b"\x02UNIQ_KEY\x01u"])),
+    st.sampled_from([0, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_PREPARED_TYPE]),
+    st.sampled_from([("10.0.0.1", 1), ("::1", 2)]), st.sampled_from([("10.0.0.2", 3), ("::2", 4)]),
+    st.booleans()), min_size=1, max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=_RECORDS)
+def test_index_records_finds_every_key_of_every_record(records: list[Any]) -> None:
+    """Generated records (IPv4 and IPv6 hosts, rolled back, names that merely contain KEY, keys in
+    bodies, files ending in BLANKs of any length) in files of 2 KiB, read in the spans the log was
+    committed in: each record's KEYS and UNIQ_KEY, as its properties hold them, and nothing else."""
+    file_size = 2048
+    with tempfile.TemporaryDirectory() as d:
+        files: dict[int, bytearray] = {}
+        expected: list[tuple[int, int, int]] = []
+        stops, last_ts = [], {}
+        offset = 0
+        for i, (topic, props, body, sys_flag, born, stored, commit) in enumerate(records):
+            msg = MessageExt(topic=topic, body=body, sys_flag=sys_flag, born_host=born, store_host=stored,
+                             store_timestamp=1700000000000 + i, properties=props)
+            data = encode_record(msg)
+            pos = offset % file_size
+            if pos + len(data) + 8 > file_size:  # as Java ends a file: a BLANK over the rest
+                struct.pack_into(">ii", files.setdefault(offset - pos, bytearray(file_size)), pos,
+                                 file_size - pos, BLANK_MAGIC_CODE)
+                offset += file_size - pos
+            data = encode_record(MessageExt(**{**msg.__dict__, "commit_log_offset": offset}))
+            assert len(data) + 8 <= file_size
+            f = files.setdefault(offset - offset % file_size, bytearray(file_size))
+            f[offset % file_size:offset % file_size + len(data)] = data
+            if sys_flag != TRANSACTION_ROLLBACK_TYPE:
+                keys = [k for k in props.get("KEYS", "").split(" ") if k]
+                keys += [props["UNIQ_KEY"]] if "UNIQ_KEY" in props else []
+                expected += [(topic_key_hash(topic, k), offset, msg.store_timestamp) for k in keys]
+            offset += len(data)
+            last_ts[offset] = msg.store_timestamp
+            if commit or i == len(records) - 1:
+                stops.append(offset)
+        for start, content in files.items():
+            with open(os.path.join(d, f"{start:020d}"), "wb") as out:
+                out.write(content)
+        reader = _CommitLogReader(d, file_size)
+        index = _Entries()
+        at = 0
+        for stop in stops:
+            at, ts = index_records(reader, index, at, stop)  # type: ignore[arg-type]
+            assert (at, ts) == (stop, last_ts[stop])
+        for mm in reader.maps.values():
+            mm.close()
+    assert index.entries == expected
