@@ -200,6 +200,9 @@ _I64 = struct.Struct(">q")
 _SCAN_TOPICS: set[bytes] = set()
 # The kernel's largest readahead of one fault, seen here: 8 MiB.
 COMMIT_LOG_NO_READAHEAD = 8 * 1024 * 1024
+# Bytes of the CommitLog a pull asks the kernel to read in from its first record on
+# (MappedFile.read_ahead): twice the block device's readahead here (read_ahead_kb 8192).
+COMMIT_LOG_READ_AHEAD = 16 * 1024 * 1024
 # Blocks reserved ahead of the CommitLog's writer at a time (docs/store-disk-full.md): one
 # fallocate per 8 MiB written, and a 1 GiB file costs disk as it fills.
 COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
@@ -532,6 +535,13 @@ class CommitLog:
         if pos + size > mf.wrote_position:
             return None
         return mf.read(pos, size)
+
+    def read_ahead(self, offset: int) -> None:
+        """The records from ``offset`` on asked from the disk before a pull reads them
+        (MappedFile.read_ahead), up to COMMIT_LOG_READ_AHEAD bytes of its file."""
+        mf = self.queue.find_mapped_file_by_offset(offset)
+        if mf is not None:
+            mf.read_ahead(offset - mf.file_from_offset, COMMIT_LOG_READ_AHEAD)
 
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
         # Callers read only the head's first fields (Java's sizes, 80 or 92 bytes), not a record.

@@ -59,6 +59,7 @@ def _read_queue(store: DefaultMessageStore, cq: ConsumeQueue, offset: int, max_m
     scanned = 0
     last_phy = -1
     removing = False
+    read_ahead = True
     for phy, size, tags_code in units:
         if len(result.buffers) >= max_count or (
                 result.buffers and total + size > cfg.maxTransferBytesOnMessageInMemory):
@@ -71,6 +72,9 @@ def _read_queue(store: DefaultMessageStore, cq: ConsumeQueue, offset: int, max_m
             continue
         if not message_filter.is_matched_by_consume_queue(tags_code):
             continue
+        if read_ahead:  # from the pull's first record on: the records it reads and those after
+            store.commit_log.read_ahead(phy)
+            read_ahead = False
         data = store.commit_log.get_data(phy, size)
         if data is None:
             removing = True

@@ -28,6 +28,8 @@ _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pr
 _WARM_CHUNK = bytes(1 << 20)
 # Java's MappedFile.OS_PAGE_SIZE: the unit of flushXxxLeastPages.
 PAGE_SIZE = 4096
+# Bytes of one MADV_WILLNEED call of MappedFile.read_ahead: under any device's readahead cap.
+_READ_AHEAD_CALL = 1 << 20
 # Errors of a reservation that mean the disk (or the user's quota) is full.
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 # posix_fallocate's answers where the filesystem cannot reserve: the file stays sparse, as before.
@@ -169,7 +171,8 @@ MAPPINGS = _Mappings()
 
 class MappedFile:
     __slots__ = ("_address", "_write_fd", "file_from_offset", "file_size", "flushed_position", "mm", "path",
-                 "release_idle", "reserved", "warm_mark", "warm_requested", "wrote_position")
+                 "read_ahead_from", "read_ahead_to", "release_idle", "reserved", "warm_mark", "warm_requested",
+                 "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
         """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
@@ -197,6 +200,9 @@ class MappedFile:
         # pages ahead, and how far it has asked already.
         self.warm_mark = 0
         self.warm_requested = 0
+        # ``read_ahead``'s bookkeeping: the bytes it last asked the kernel to read in.
+        self.read_ahead_from = 0
+        self.read_ahead_to = 0
 
     def mapping(self) -> mmap.mmap:
         """The file's mapping, made again if it was released."""
@@ -374,6 +380,33 @@ class MappedFile:
         if mm.closed:
             mm = self.mapping()
         return mm[pos:pos + size]
+
+    def read_ahead(self, pos: int, window: int) -> None:
+        """The kernel asked to start reading ``[pos, pos + window)`` (what is written of it) into
+        the page cache, and not waited for, when a read at ``pos`` leaves the window asked for
+        last or passes its middle: once per half window for a reader going forward.
+
+        A read of the mapping that misses the page cache waits for the disk inside the event
+        loop, and the kernel's readaround of a fault reads only a few MiB around it, so a
+        consumer draining a backlog left on disk (after a restart, or pushed out of memory)
+        stalled every pull on its own reads. MADV_WILLNEED starts the reads and returns; pages
+        already in memory cost it a lookup each. The kernel reads at most the device's readahead
+        (read_ahead_kb, or its largest request) per call, so the window is asked a MiB at a time."""
+        if self.read_ahead_from <= pos:
+            if pos + (window >> 1) <= self.read_ahead_to:
+                return
+            start = max(pos, self.read_ahead_to)  # going forward: only what was not asked yet
+        else:
+            start = pos
+        stop = min(pos + window, self.wrote_position)
+        start -= start % PAGE_SIZE
+        self.read_ahead_from = pos
+        self.read_ahead_to = pos + window
+        if stop > start:
+            with contextlib.suppress(OSError, ValueError):
+                mm = self.mapping()
+                for at in range(start, stop, _READ_AHEAD_CALL):
+                    mm.madvise(mmap.MADV_WILLNEED, at, min(_READ_AHEAD_CALL, stop - at))
 
     def destroy(self) -> None:
         self.close()

@@ -526,6 +526,7 @@ async def test_a_large_body_is_stored_whole_and_recovered(tmp_path: str) -> None
             await store.start()
         decoded = [decode_record(store.get_message("g", "Large", 0, i, 1).buffers[0]) for i in range(len(bodies))]
         assert [m.body for m in decoded] == bodies, restart
+        assert store.commit_log.queue.files[-1].read_ahead_to > 0, "a pull asks the disk for what follows"
         assert all(m.topic == "Large" and m.properties.get("TAGS") == "t" for m in decoded)
     await store.shutdown()
 
