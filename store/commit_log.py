@@ -47,6 +47,7 @@ from rocketmq_py.remoting.protocol.message import (
     tags_string_to_tags_code,
 )
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
+from rocketmq_py.store.index_file import INDEXED_NAMES_PART
 from rocketmq_py.store.mapped_file import MappedFile, MappedFileQueue
 from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 
@@ -132,13 +133,13 @@ class AppendMessageResult:
     """What an append wrote. The offset message ids are built only when asked for (a send
     response asks once; the dispatcher never does)."""
 
-    __slots__ = ("logics_offset", "msg_num", "offsets", "queue_offsets", "status", "store_host", "store_timestamp",
-                 "units", "wrote_bytes", "wrote_offset")
+    __slots__ = ("keyless", "logics_offset", "msg_num", "offsets", "queue_offsets", "status", "store_host",
+                 "store_timestamp", "units", "wrote_bytes", "wrote_offset")
 
     def __init__(self, status: AppendMessageStatus, wrote_offset: int = 0, wrote_bytes: int = 0,
                  store_timestamp: int = 0, logics_offset: int = 0, msg_num: int = 1, store_host: bytes = b"",
                  offsets: Sequence[int] = (), units: list[tuple[int, int, int]] | None = None,
-                 queue_offsets: Sequence[int] = ()) -> None:
+                 queue_offsets: Sequence[int] = (), keyless: bool = False) -> None:
         self.status = status
         self.wrote_offset = wrote_offset
         self.wrote_bytes = wrote_bytes
@@ -152,6 +153,9 @@ class AppendMessageResult:
         # Queue offsets, one per record, of a run or a single put (a batch's follow from
         # ``logics_offset``).
         self.queue_offsets = queue_offsets
+        # Known to name no key the index reads (a batch whose entries carry none): the index
+        # child steps over it (store/index_dispatch.py). False when not known.
+        self.keyless = keyless
 
     @property
     def host_hex(self) -> str:
@@ -178,8 +182,9 @@ class AppendMessageResult:
 
 
 _I16 = struct.Struct(">h")
-# A batch's records ready to copy: their parts, ConsumeQueue units (offset, size, tag hash), size.
-_BuiltBatch = tuple[list[bytes | memoryview], list[tuple[int, int, int]], int]
+# A batch's records ready to copy: their parts, ConsumeQueue units (offset, size, tag hash), size,
+# and whether no entry names a key the index reads.
+_BuiltBatch = tuple[list[bytes | memoryview], list[tuple[int, int, int]], int, bool]
 _BLANK = struct.Struct(">ii")
 # A record's fixed bytes besides its hosts, where the topic field built here (``_topic``) holds
 # the topic's length byte.
@@ -283,7 +288,7 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if isinstance(built, AppendMessageResult):
             return built
-        parts, units, total = built
+        parts, units, total, keyless = built
         found = self._offset_for(total)
         if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
@@ -292,7 +297,7 @@ class CommitLog:
         if start != offset:
             built = self._build_batch(batch, topic, start, first_queue_offset, queued, store_ts)
             assert not isinstance(built, AppendMessageResult)  # the same entries passed the same checks
-            parts, units, total = built
+            parts, units, total, keyless = built
         if mf is None:
             mf, pos = self._place(start, total)
         mf.write(pos, b"".join(parts))
@@ -302,7 +307,7 @@ class CommitLog:
         self.last_store_timestamp = store_ts
         return AppendMessageResult(AppendMessageStatus.PUT_OK, start, total, store_ts, first_queue_offset, len(units),
                                    store_host=self._host(batch.store_host), offsets=[u[0] for u in units],
-                                   units=units)
+                                   units=units, keyless=keyless)
 
     def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,
                      store_ts: int) -> _BuiltBatch | AppendMessageResult:
@@ -311,7 +316,9 @@ class CommitLog:
 
         A record's bytes after its body (topic, properties length, properties) are joined once per
         distinct properties of the batch: entries mostly repeat a few, and their records then are
-        three parts each (head, body, that tail) rather than five."""
+        three parts each (head, body, that tail) rather than five. Each distinct properties are
+        also searched once for the part of the names the index reads: when none holds it, the
+        index child need not read the batch."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
         head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
         # A record's size: this, its body's length and its tail's.
@@ -325,6 +332,7 @@ class CommitLog:
         parts: list[bytes | memoryview] = []
         units = []
         tails: dict[bytes, bytes] = {}
+        keyed = False
         for flag, body, props, tags_code in batch.entries:
             body_len = len(body)
             if body_len > max_body:
@@ -334,6 +342,7 @@ class CommitLog:
                 if len(props) > MAX_PROPERTIES_LENGTH:
                     return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
                 tail = tails[props] = b"".join((topic, pack_len(len(props)), props))
+                keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
             size = fixed + body_len + len(tail)
             parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
                            offset, sys_flag, born_ts, born, store_ts, store, reconsume, 0, body_len),
@@ -341,7 +350,7 @@ class CommitLog:
             units.append((offset, size, tags_code))
             offset += size
             queue_offset += step
-        return parts, units, offset - base
+        return parts, units, offset - base, not keyed
 
     def _offset_for(self, size: int) -> tuple[MappedFile | None, int] | None:
         """Where ``size`` bytes of records go, decided without writing anything: ``(file,

@@ -9,10 +9,22 @@ IndexFiles, and reports how far it has indexed and flushed. The parent reads Ind
 directly for queries, after waiting for the child to reach the query's moment, so a key is
 findable as soon as its put has returned.
 
-Control file (``<root>/indexdispatch``, 40 bytes, int64 big-endian): committed offset (parent),
+Control file (``<root>/indexdispatch``, 56 bytes, int64 big-endian): committed offset (parent),
 indexed offset (child), store timestamp of the last record indexed and flushed (child), CommitLog
-min offset for retention (parent), stop request (parent). It outlives the processes: after a
-clean stop its indexed offset tells the next start where the index ends.
+min offset for retention (parent), stop request (parent), and the start and end of the run of puts
+known to name no key that the log ends with, if it does (parent). It outlives the processes: after
+a clean stop its indexed offset tells the next start where the index ends.
+
+Keyless runs: a batch whose entries' properties all lack the part of the names the index reads
+(index_file.INDEXED_NAMES_PART; a batch's entries often carry only tags) has nothing to index,
+and the child steps over such puts without reading them. The parent writes a keyless put's run
+start (when the put does not continue the run), then the run's end, then the committed offset;
+any other put writes only the committed offset, the way it always did. The child reads the
+committed offset, then the run's end, then its start: an end equal to the committed offset was
+written by the keyless put that ends the log there, so the start read after it is that run's (or
+a later run's, past the child's offset), and every put between the start and the committed offset
+is keyless. Any other put after the run moves the committed offset past the run's end, and the
+child reads records again. A put nobody marked keyless is read: forgetting costs time, not keys.
 """
 
 from __future__ import annotations
@@ -58,9 +70,9 @@ except ImportError:  # Windows
 CHILD_SUPPORTED = fcntl is not None
 
 CONTROL_FILE = "indexdispatch"
-_SIZE = 40
+_SIZE = 56
 _I64 = struct.Struct(">q")
-_COMMITTED, _INDEXED, _FLUSHED_TS, _MIN_OFFSET, _STOP = 0, 8, 16, 24, 32
+_COMMITTED, _INDEXED, _FLUSHED_TS, _MIN_OFFSET, _STOP, _RUN_START, _RUN_END = 0, 8, 16, 24, 32, 40, 48
 _HEAD = struct.Struct(">ii")
 _I16 = struct.Struct(">h")
 # By the host-length flags of a record: where its store timestamp is, and how to read it with
@@ -114,7 +126,8 @@ def read_indexed_offset(root: str) -> int | None:
             data = f.read(_SIZE)
     except FileNotFoundError:
         return None
-    return _I64.unpack_from(data, _INDEXED)[0] if len(data) == _SIZE else None
+    # A file of 40 bytes (before keyless runs) holds the field in the same place.
+    return _I64.unpack_from(data, _INDEXED)[0] if len(data) >= _INDEXED + _I64.size else None
 
 
 def _not_started(offset: int) -> None:
@@ -137,17 +150,33 @@ class IndexDispatchProcess:
         # The log's end as the put path hands it over, once per put: the control file's field
         # written by one C call (a partial of pack_into), no Python frame; set by ``start``.
         self.committed: Callable[[int], None] = _not_started
+        # The keyless run the log ends with, as the parent last wrote it (see the module's doc).
+        self._run_start = self._run_end = -1
 
     def start(self, from_offset: int, min_offset: int, indexed: int | None = None) -> None:
         """Start the child with the log committed to ``from_offset`` and indexed to ``indexed``
         (the same by default; less when recovery left the index behind the log)."""
         ctrl = self._ctrl = _open_control(os.path.join(self.root, CONTROL_FILE))
+        self._run_start = self._run_end = -1
         for pos, value in ((_COMMITTED, from_offset), (_INDEXED, from_offset if indexed is None else indexed),
                            (_FLUSHED_TS, 0),
-                           (_MIN_OFFSET, min_offset), (_STOP, 0)):
+                           (_MIN_OFFSET, min_offset), (_STOP, 0), (_RUN_START, -1), (_RUN_END, -1)):
             _I64.pack_into(ctrl, pos, value)
         self.committed = functools.partial(_I64.pack_into, ctrl, _COMMITTED)
         self._spawn()
+
+    def committed_keyless(self, start: int, end: int) -> None:
+        """``committed`` for a put of [start, end) that names no key: the child steps over it."""
+        ctrl = self._ctrl
+        if ctrl is None:
+            _not_started(end)
+            return
+        if start != self._run_end:  # a new run: its start goes first
+            self._run_start = start
+            _I64.pack_into(ctrl, _RUN_START, start)
+        self._run_end = end
+        _I64.pack_into(ctrl, _RUN_END, end)
+        _I64.pack_into(ctrl, _COMMITTED, end)
 
     def kill(self) -> None:
         """What the death of the store's process does to the child, for in-process crash tests."""
@@ -324,6 +353,16 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
     return offset, last_ts
 
 
+def keyless_to(ctrl: mmap.mmap, committed: int) -> int:
+    """Where the keyless run ending at ``committed`` (read from the control file just before)
+    starts; beyond any offset when the log does not end with one (the module's doc says why the
+    order of these reads makes that safe)."""
+    if _I64.unpack_from(ctrl, _RUN_END)[0] != committed:
+        return 1 << 62
+    start: int = _I64.unpack_from(ctrl, _RUN_START)[0]
+    return start if start >= 0 else 1 << 62
+
+
 def run_child(ns: argparse.Namespace) -> int:
     path = os.path.join(ns.root, CONTROL_FILE)
     lock_fd = os.open(path, os.O_RDWR)
@@ -345,7 +384,10 @@ def run_child(ns: argparse.Namespace) -> int:
             # Records retention already deleted are not there to index.
             offset = max(offset, _I64.unpack_from(ctrl, _MIN_OFFSET)[0])
             try:
-                offset, ts = index_records(reader, index, offset, committed)
+                if keyless_to(ctrl, committed) <= offset:
+                    offset, ts = committed, 0  # every put since names no key
+                else:
+                    offset, ts = index_records(reader, index, offset, committed)
             except OSError as exc:
                 if exc.errno not in DISK_FULL_ERRNOS and exc.errno not in (errno.EMFILE, errno.ENFILE):
                     raise

@@ -299,7 +299,10 @@ class DefaultMessageStore:
             return not_appended(result)
         dispatch(item, result)
         if self.index_dispatch is not None:
-            self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
+            if result.keyless:
+                self.index_dispatch.committed_keyless(result.wrote_offset, result.wrote_offset + result.wrote_bytes)
+            else:
+                self.index_dispatch.committed(result.wrote_offset + result.wrote_bytes)
         return PutMessageResult(_PUT_OK, result)
 
     def _create_failed(self, exc: OSError) -> PutMessageResult:

@@ -5,6 +5,7 @@ completed at the next start, and a child that outlives its store's process leavi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import struct
@@ -26,14 +27,16 @@ from rocketmq_py.remoting.protocol.message import (
     encode_record,
 )
 from rocketmq_py.store.index_dispatch import (
+    IndexDispatchProcess,
     _CommitLogReader,
     index_records,
+    keyless_to,
     read_indexed_offset,
     wait_for_previous_child,
 )
 from rocketmq_py.store.index_file import topic_key_hash
 from rocketmq_py.store.message_store import DefaultMessageStore
-from tests.store_helpers import batch, index_caught_up, message, small_config
+from tests.store_helpers import batch, index_caught_up, message, restarted, small_config
 from tests.waiting import wait_until
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -290,3 +293,68 @@ def test_index_records_finds_every_key_of_every_record(records: list[Any]) -> No
         for mm in reader.maps.values():
             mm.close()
     assert index.entries == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(puts=st.lists(st.tuples(st.booleans(), st.integers(1, 3000), st.booleans()), min_size=1, max_size=30))
+def test_the_child_steps_over_only_puts_known_to_name_no_key(puts: list[tuple[bool, int, bool]]) -> None:
+    """Puts (keyless or not, some after a gap such as a file's BLANK end) told to the control file
+    as the store tells them: after each, from every offset a child may have reached (a put's end),
+    it skips to the committed offset exactly when the puts since follow on one another from there
+    and all name no key."""
+    with tempfile.TemporaryDirectory() as d:
+        dispatch = IndexDispatchProcess(d, d, 1 << 30, 64, 256, 1000)
+        dispatch._spawn = lambda: None  # type: ignore[method-assign]  # the control file alone
+        dispatch.start(0, 0)
+        try:
+            ctrl = dispatch._ctrl
+            assert ctrl is not None
+            done: list[tuple[int, int, bool]] = []  # (start, end, keyless) of each put
+            end = 0
+            for keyless, size, gap in puts:
+                start = end + (100 if gap else 0)
+                end = start + size
+                if keyless:
+                    dispatch.committed_keyless(start, end)
+                else:
+                    dispatch.committed(end)
+                done.append((start, end, keyless))
+                for at in [0] + [e for _, e, _ in done[:-1]]:
+                    since = [put for put in done if put[0] >= at]
+                    chained = all(a[1] == b[0] for a, b in itertools.pairwise(since))
+                    want = since[0][0] == at and chained and all(k for _, _, k in since)
+                    assert (keyless_to(ctrl, end) <= at) == want, (at, done)
+        finally:
+            dispatch.close()
+
+
+async def test_keyless_batches_around_keyed_puts_leave_every_key_findable(tmp_path: str) -> None:
+    """Batches of tags only (stepped over by the child) before, between and after keyed batches and
+    single puts, across several CommitLog files and a restart: every key is found. The child
+    catches up after each put, so each keyed put is the first thing after a keyless run it meets."""
+    s = await _started(str(tmp_path))
+    try:
+        for rnd in range(2):
+            for i in range(30):
+                await s.put_messages(batch("B", [b"x" * 1000] * 4, tags="t"))
+                await index_caught_up(s)
+                if i % 5 == 3:
+                    await s.put_messages(batch("B", [f"{rnd}k{i}-{j}".encode() for j in range(3)],
+                                               properties=[f"TAGS\x01t\x02KEYS\x01{rnd}k{i}-{j}" for j in range(3)]))
+                    await index_caught_up(s)
+                    assert await _bodies(s, "B", f"{rnd}k{i}-1") == [f"{rnd}k{i}-1".encode()]
+                if i % 5 == 1:
+                    await s.put_message(message("B", f"{rnd}s{i}".encode(), tags="t", uniq=f"{rnd}U{i}"))
+                    await index_caught_up(s)
+                    assert await _bodies(s, "B", f"{rnd}U{i}") == [f"{rnd}s{i}".encode()]
+            assert len(os.listdir(os.path.join(s.root, "commitlog"))) > 2 * (rnd + 1)
+            s = await restarted(s)
+            assert await _bodies(s, "B", f"{rnd}k3-0") == [f"{rnd}k3-0".encode()]
+    finally:
+        await s.shutdown()
+
+
+def test_a_control_file_from_before_keyless_runs_still_tells_the_indexed_offset(tmp_path: str) -> None:
+    with open(os.path.join(str(tmp_path), "indexdispatch"), "wb") as f:
+        f.write(struct.pack(">qqqqq", 500, 400, 0, 0, 0))  # 40 bytes, as written before
+    assert read_indexed_offset(str(tmp_path)) == 400
