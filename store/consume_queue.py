@@ -12,6 +12,7 @@ import mmap
 import os
 import struct
 from collections.abc import Iterator
+from itertools import starmap
 
 from rocketmq_py.store.mapped_file import PAGE_SIZE, MappedFile, MappedFileQueue
 
@@ -248,7 +249,7 @@ class ConsumeQueue:
         end = pos + len(units) * CQ_STORE_UNIT_SIZE
         if end > mf.reserved or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
             return False
-        mf.write_at(pos, b"".join([_UNIT.pack(*unit) for unit in units]))
+        mf.write_at(pos, b"".join(starmap(_UNIT.pack, units)))
         mf.wrote_position = end
         offset, size, _ = units[-1]
         self.max_physic_offset = offset + size
