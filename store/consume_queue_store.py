@@ -61,6 +61,16 @@ class ConsumeQueueStore:
         sends spread over 80,000 queues was 80,000 fdatasyncs, a minute of them."""
         flush_files([mf for cq in queues for mf in cq.queue.files_to_flush(least_pages)], self.root)
 
+    @staticmethod
+    def write_pending(queues: Sequence[ConsumeQueue]) -> None:
+        """The units kept for the files of ``queues`` while they were unmapped
+        (MappedFile.write_at) written to them, one pwrite per file, so that the flush that follows
+        syncs them (on the event loop, which alone adds to them)."""
+        for cq in queues:
+            for mf in cq.queue.files_to_flush():
+                if mf.pending is not None:
+                    mf.write_pending()
+
     def forget_flushed(self, queues: Sequence[ConsumeQueue]) -> None:
         """Queues of ``queues`` with nothing unsynced left out of the flush sets, the others'
         marks moved on (on the event loop, after ``flush``: a unit written while it ran keeps
@@ -79,6 +89,7 @@ class ConsumeQueueStore:
         """Every dirty queue flushed and forgotten in one call, where nothing writes meanwhile
         (the store's last flush at shutdown)."""
         queues = list(self.to_flush.dirty)
+        self.write_pending(queues)
         self.flush(queues)
         self.forget_flushed(queues)
 

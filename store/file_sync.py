@@ -68,7 +68,8 @@ def flush_files(files: Sequence[MappedFile], where: str) -> None:
     one. A file deleted meanwhile (a topic deleted, retention) is skipped: nothing of it is left
     to keep."""
     if len(files) >= SYNCFS_FROM_FILES:
-        ends = [mf.wrote_position for mf in files]  # what the sync covers: written before it starts
+        # What the sync covers: in the files before it starts (not bytes still pending there).
+        ends = [mf.written_position for mf in files]
         if syncfs(where):
             for mf, end in zip(files, ends, strict=True):
                 # Two flushes may run at once (the periodic one and shutdown's): only forward.
