@@ -24,6 +24,10 @@ DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 
 _PREFIX = struct.Struct(">iI")
 
+# Frames from this size on whose body is still to come are collected as the reads come (their
+# pieces kept as they are) and their body joined once, not grown in the held buffer.
+COLLECT_FROM = 64 * 1024
+
 
 class FrameError(ValueError):
     """The byte stream is not a valid sequence of frames; the connection must be closed."""
@@ -72,19 +76,45 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 class FrameDecoder:
     """Feed bytes in any chunking; get whole commands back in order."""
 
-    __slots__ = ("_buf", "_pos", "max_frame_size")
+    __slots__ = ("_buf", "_cmd", "_need", "_parts", "_pos", "collect_from", "max_frame_size")
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, collect_from: int = COLLECT_FROM) -> None:
         self.max_frame_size = max_frame_size
+        self.collect_from = collect_from
         self._buf = bytearray()
         self._pos = 0
+        # A large frame whose header is decoded and whose body is still coming: the command,
+        # the body's pieces so far and the bytes it still needs.
+        self._cmd: RemotingCommand | None = None
+        self._parts: list[bytes | memoryview] = []
+        self._need = 0
 
     @property
     def buffered(self) -> int:
         """Bytes held for a frame not yet complete."""
-        return len(self._buf) - self._pos
+        return len(self._buf) - self._pos + sum(map(len, self._parts))
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
+        out: list[RemotingCommand] = []
+        pos = 0
+        cmd = self._cmd
+        if cmd is not None:  # a large body's next piece: nothing else is held meanwhile
+            if data.__class__ is not bytes:  # kept past this call: never a view of a reused buffer
+                data = bytes(data)
+            need = self._need
+            if len(data) < need:
+                self._parts.append(data)
+                self._need = need - len(data)
+                return out
+            parts = self._parts
+            parts.append(data if len(data) == need else memoryview(data)[:need])
+            cmd.body = b"".join(parts)  # the body's one copy out of the reads
+            self._cmd = None
+            self._parts = []
+            out.append(cmd)
+            if len(data) == need:
+                return out
+            pos = need
         buf = self._buf
         # With nothing held, frames are cut straight out of ``data``: a large body is copied
         # once (into its own bytes) instead of three times (into, out of and off the buffer).
@@ -94,31 +124,42 @@ class FrameDecoder:
             pos = self._pos
         else:
             src = data
-            pos = 0
         end = len(src)
-        out: list[RemotingCommand] = []
         max_frame = self.max_frame_size
         try:
             while end - pos >= 8:
                 total, packed = _PREFIX.unpack_from(src, pos)
                 if total < 4 or total + 4 > max_frame:
                     raise FrameError(f"frame length {total} outside 4..{max_frame - 4}")
-                if end - pos - 4 < total:
-                    break
                 stype = packed >> 24
                 hlen = packed & 0xFFFFFF
+                hstart = pos + 8
+                bstart = hstart + hlen
+                fend = pos + 4 + total
+                if fend > end and (total < self.collect_from or bstart >= end):
+                    break  # held whole until complete: small frames, and large ones until their header is in
                 if hlen > total - 4:
                     raise FrameError(f"header length {hlen} exceeds frame length {total}")
                 decode = DECODERS.get(stype)
                 if decode is None:
                     raise FrameError(f"unknown serialize type {stype}")
-                hstart = pos + 8
-                bstart = hstart + hlen
-                fend = pos + 4 + total
                 try:
                     cmd = decode(src[hstart:bstart])  # every decoder reads bytes and bytearrays alike
                 except HeaderDecodeError as exc:
                     raise FrameError(str(exc)) from None
+                if fend > end:
+                    # A large frame's header is in, its body still coming: the body's pieces are
+                    # collected as the reads bring them, not grown in ``buf`` (copied at every
+                    # growth, on fresh memory) and then copied out of it.
+                    if src is data and data.__class__ is bytes:  # a view of the read, kept with the later ones
+                        self._parts = [memoryview(data)[bstart:end]]
+                    else:  # ``buf`` changes: what it holds of the body, copied out
+                        with memoryview(src) as view:
+                            self._parts = [view[bstart:end].tobytes()]
+                    self._cmd = cmd
+                    self._need = fend - end
+                    pos = end
+                    break
                 if fend > bstart:
                     if isinstance(src, bytes):
                         cmd.body = src[bstart:fend]
