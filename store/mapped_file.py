@@ -420,9 +420,13 @@ class MappedFile:
             try:
                 fd = os.open(self.path, os.O_RDWR)
             except OSError as exc:
-                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                # Out of descriptors: msync, which needs none (and holds the GIL), where the file is
+                # mapped. Mapping it again needs a descriptor too, and would write its pending bytes
+                # from this thread, racing the event loop that adds to them: the next flush retries.
+                mm = self.mm
+                if exc.errno not in (errno.EMFILE, errno.ENFILE) or mm.closed:
                     raise
-                self.mapping().flush()  # out of descriptors: msync, which needs none (and holds the GIL)
+                mm.flush()
             else:
                 try:
                     _datasync(fd)

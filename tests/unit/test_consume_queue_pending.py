@@ -4,6 +4,7 @@ before they are in the file, and a killed broker's recovery dispatches them agai
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 
@@ -203,3 +204,40 @@ async def test_kept_units_survive_a_restart_and_a_crash(tmp_path: str, monkeypat
         _all_found(store, 3)
     finally:
         await store.shutdown()
+
+
+def test_out_of_descriptors_a_flush_syncs_a_mapped_file_and_leaves_a_released_one(
+        tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no descriptor to spare, a mapped file is synced by msync; a released one (which would
+    need a descriptor to map, and whose pending bytes only the event loop writes) is left for the
+    next flush, its position unchanged."""
+    files = []
+    for i in range(2):
+        path = os.path.join(str(tmp_path), f"{i * FILE_SIZE:020d}")
+        create_reserved(path, FILE_SIZE)
+        mf = MappedFile(path, FILE_SIZE)
+        mf.write_at(0, _UNIT.pack(1, 2, 3))
+        mf.wrote_position = CQ_STORE_UNIT_SIZE
+        files.append(mf)
+    mapped, released = files
+    released.unmap()
+    released.write_at(CQ_STORE_UNIT_SIZE, _UNIT.pack(4, 5, 6))
+    released.wrote_position += CQ_STORE_UNIT_SIZE
+    real_open = os.open
+
+    def no_descriptors(path: str, flags: int, *args: int, **kwargs: int) -> int:
+        if str(path).startswith(str(tmp_path)):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_descriptors)
+    assert mapped.flush() == CQ_STORE_UNIT_SIZE
+    with pytest.raises(OSError):
+        released.flush()
+    assert released.flushed_position == 0 and released.pending is not None
+    monkeypatch.setattr(os, "open", real_open)
+    assert released.flush() == CQ_STORE_UNIT_SIZE  # the unit before the pending one was in the file
+    released.write_pending()
+    assert released.flush() == 2 * CQ_STORE_UNIT_SIZE
+    for mf in files:
+        mf.destroy()
