@@ -69,6 +69,15 @@ def reserve_blocks(fd: int, size: int, offset: int = 0) -> None:
             raise
 
 
+def _pwrite_rest(fd: int, data: bytes | bytearray | memoryview, pos: int, written: int) -> None:
+    """``data`` from its byte ``written`` on into the file at ``pos + written``: a pwrite may
+    write less than asked (a signal, a full disk), and the rest must still go in or fail."""
+    size = len(data)
+    with memoryview(data) as view:
+        while written < size:
+            written += os.pwrite(fd, view[written:], pos + written)
+
+
 def create_reserved(path: str, size: int, reserve: int | None = None) -> None:
     """A new file of ``size`` bytes with its first ``reserve`` bytes' blocks reserved (all of
     them by default); nothing left behind on failure."""
@@ -348,11 +357,7 @@ class MappedFile:
         pending = self.pending
         if pending is None:
             return
-        written = 0
-        size = len(pending)
-        with memoryview(pending) as view:
-            while written < size:
-                written += os.pwrite(fd, view[written:], self.pending_at + written)
+        _pwrite_rest(fd, pending, self.pending_at, 0)
         self.pending = None  # after the write: a flush thread then counts the bytes as in the file
 
     def drop_pending(self) -> None:
@@ -376,14 +381,10 @@ class MappedFile:
         if size < PAGE_SIZE and not mm.closed:
             mm[pos:pos + size] = data
             return
-        fd = self._write_fd
-        if fd is None:
-            fd = self._write_fd = os.open(self.path, os.O_RDWR)
+        fd = self._kept_fd()
         written = os.pwrite(fd, data, pos)
         if written != size:  # only a signal or a full disk cut a write to a file short
-            with memoryview(data) as view:
-                while written < size:
-                    written += os.pwrite(fd, view[written:], pos + written)
+            _pwrite_rest(fd, data, pos, written)
 
     def write_parts(self, pos: int, parts: list[bytes | bytearray | memoryview]) -> None:
         """``parts`` one after another into the file at ``pos``, by one pwritev on the kept
@@ -391,15 +392,17 @@ class MappedFile:
         goes in without a joined copy of the body and without the head or tail touching the
         mapping, where a store to a page not yet in the page cache faults and the kernel reads
         ahead (zero-fills) a window of pages inside the event loop."""
+        fd = self._kept_fd()
+        written = os.pwritev(fd, parts, pos)
+        if written != sum(map(len, parts)):  # as in ``write``
+            _pwrite_rest(fd, b"".join(parts), pos, written)
+
+    def _kept_fd(self) -> int:
+        """The descriptor ``write`` and ``write_parts`` keep until ``end_writes``."""
         fd = self._write_fd
         if fd is None:
             fd = self._write_fd = os.open(self.path, os.O_RDWR)
-        size = sum(map(len, parts))
-        written = os.pwritev(fd, parts, pos)
-        if written != size:  # only a signal or a full disk cut a write to a file short
-            with memoryview(b"".join(parts)) as view:
-                while written < size:
-                    written += os.pwrite(fd, view[written:], pos + written)
+        return fd
 
     def end_writes(self) -> None:
         """The descriptor ``write`` kept, closed (the file is full, or closing)."""
