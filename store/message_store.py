@@ -194,8 +194,6 @@ class DefaultMessageStore:
         index_complete = True
         if self.index_dispatch is not None:
             index_complete = await asyncio.to_thread(self.index_dispatch.stop, 30.0)
-        # Units kept for unmapped ConsumeQueue files written here, on the loop that adds to them.
-        await self.flush_consume_queue_service.write_pending(list(self.consume_queue_store.to_flush.dirty))
         await asyncio.to_thread(self._flush_all, index_complete)
         if self.index_dispatch is not None:
             self.index_dispatch.close()
