@@ -22,12 +22,15 @@ from tests.conftest import Cluster
 from tests.integration.daemons import ROOT, Daemon, DaemonSet
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
-from selenium.webdriver.support.expected_conditions import staleness_of  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -130,7 +133,21 @@ def go(driver: WebDriver, by: str, value: str) -> None:
     """Click a link or submit button and wait (bounded) until the page it opens has replaced this one."""
     old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(by, value).click()
-    WebDriverWait(driver, 30, poll_frequency=0.1).until(staleness_of(old))
+
+    def replaced(_: WebDriver) -> bool:
+        # Chrome answers a node the navigation has just dropped either as stale or, mid-swap, as
+        # an inspector error saying it no longer belongs to the document: both mean replaced.
+        try:
+            old.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" not in (exc.msg or ""):
+                raise
+            return True
+        return False
+
+    WebDriverWait(driver, 30, poll_frequency=0.1).until(replaced)
 
 
 def text(driver: WebDriver, css: str) -> str:
