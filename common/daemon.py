@@ -5,8 +5,11 @@ the daemon and closed before it."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import os
 import signal
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -66,6 +69,30 @@ def _limit(value: int) -> str:
     return "unlimited" if value == resource.RLIM_INFINITY else str(value)
 
 
+def start_default_executor(loop: asyncio.AbstractEventLoop) -> int:
+    """The loop's default executor (``to_thread``: flushes, config writes) with all its threads
+    started now; returns how many.
+
+    A ThreadPoolExecutor starts a thread when a task finds none idle, and ``Thread.start`` blocks
+    until the new thread has run: the first time two flushes overlapped, the broker's loop stood
+    still for milliseconds, and every message in flight with it (docs/latency.md). Started before
+    serving, the threads cost that once, at boot."""
+    workers = min(32, (os.cpu_count() or 1) + 4)  # ThreadPoolExecutor's own default
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="asyncio")
+    # Each task holds its thread until all have one, so every submit finds none idle and starts one.
+    barrier = threading.Barrier(workers, timeout=10.0)
+    started = 0
+    try:
+        for _ in range(workers):
+            executor.submit(barrier.wait)
+            started += 1
+    except RuntimeError as exc:  # no thread could be made (a process limit): the rest start on demand
+        log.warning("started %d of %d executor threads: %s", started, workers, exc)
+        barrier.abort()
+    loop.set_default_executor(executor)
+    return started
+
+
 def wait_for_stop_signal() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -85,6 +112,7 @@ async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics |
     raise_open_file_limit()
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
+    start_default_executor(asyncio.get_running_loop())
     await controller.start()
     if metrics is not None:
         await metrics.start(metrics_hint)

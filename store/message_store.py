@@ -50,7 +50,7 @@ from rocketmq_py.store.flush import (
 from rocketmq_py.store.ha.ha_service import HAService
 from rocketmq_py.store.index_dispatch import CHILD_SUPPORTED, IndexDispatchProcess, wait_for_previous_child
 from rocketmq_py.store.index_file import IndexService
-from rocketmq_py.store.mapped_file import DiskFullError
+from rocketmq_py.store.mapped_file import DiskFullError, start_allocator
 from rocketmq_py.store.message_result import (
     MATCH_ALL,
     GetMessageResult,
@@ -164,6 +164,8 @@ class DefaultMessageStore:
     async def start(self) -> None:
         self.shutdown_flag = False
         loop = asyncio.get_running_loop()
+        start_allocator()
+        self.commit_log.warmer.start()
         self.commit_log.queue.preallocate_next()
         if self.config.messageIndexEnable and self.config.messageIndexInChildProcess:
             if not CHILD_SUPPORTED:

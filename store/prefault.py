@@ -89,9 +89,16 @@ class PageWarmer:
             return
         mf.warm_requested = stop
         if self._thread is None:
+            self.start()
+        self._jobs.put((mf, start, stop))
+
+    def start(self) -> None:
+        """The thread, started when the store starts rather than at the first put: ``Thread.start``
+        waits for the new thread to run, which held the broker's loop (and the first messages) for
+        3 to 8 ms on a quiet machine."""
+        if self.enabled and self._thread is None:
             self._thread = threading.Thread(target=self._run, name="PageWarmer", daemon=True)
             self._thread.start()
-        self._jobs.put((mf, start, stop))
 
     def close(self) -> None:
         """Stop the thread after the jobs already queued."""
