@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rocketmq_py.remoting.protocol.message import (
+    BATCH_RECORD_HEADS_BY_HOSTS,
     BLANK_MAGIC_CODE,
     BODY_LENGTH_AT,
     BORNHOST_V6_FLAG,
@@ -320,12 +321,16 @@ class CommitLog:
         also searched once for the part of the names the index reads: when none holds it, the
         index child need not read the batch."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
-        head, host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+        host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
+        head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
         # A record's size: this, its body's length and its tail's.
         fixed = _FIXED + len(born) + len(store) - _I16.size
         max_body = self.config.maxMessageSize
-        queue_id, sys_flag = batch.queue_id, (batch.sys_flag & _NOT_HOST_FLAGS) | host_flags
-        born_ts, reconsume = batch.born_timestamp, batch.reconsume_times
+        queue_id = batch.queue_id
+        # The fields every record of the batch shares, packed once (a struct.error here refuses
+        # the batch as a record's own does).
+        shared = shared_head.pack((batch.sys_flag & _NOT_HOST_FLAGS) | host_flags, batch.born_timestamp, born, store_ts,
+                                  store, batch.reconsume_times, 0)
         pack, pack_len = head.pack, _I16.pack
         step = 1 if queued else 0
         base = offset
@@ -344,8 +349,8 @@ class CommitLog:
                 tail = tails[props] = b"".join((topic, pack_len(len(props)), props))
                 keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
             size = fixed + body_len + len(tail)
-            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
-                           offset, sys_flag, born_ts, born, store_ts, store, reconsume, 0, body_len),
+            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
+                           shared, body_len),
                       body, tail)
             units.append((offset, size, tags_code))
             offset += size

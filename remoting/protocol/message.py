@@ -342,11 +342,36 @@ RECORD_HEADS = {flags: record_head(flags)
 # know the lengths of the addresses they write.
 RECORD_HEADS_BY_HOSTS = {(20 if flags & BORNHOST_V6_FLAG else 8, 20 if flags & STOREHOSTADDRESS_V6_FLAG else 8):
                          (head, flags) for flags, head in RECORD_HEADS.items()}
+# The fields a batch's records share (the batch's flags, born time and host, store time and host,
+# reconsume times and prepared offset: all but the first seven and the body length).
+BATCH_SHARED_FIELDS = ("sys_flag", "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times",
+                       "prepared_transaction_offset")
+
+
+def record_head_sharing(flags: int, shared: Collection[str] = BATCH_SHARED_FIELDS
+                        ) -> tuple[struct.Struct, struct.Struct]:
+    """The head under the host flags with the consecutive fields ``shared`` as one bytes field, and
+    a Struct of those fields alone: records that share them pack them once, and each record packs
+    the rest and that one field (a field of 8 bytes costs the most to pack)."""
+    codes = _field_codes(flags)
+    names = [name for name, _ in codes]
+    first = names.index(next(iter(shared)))
+    last = first + len(shared)
+    if set(names[first:last]) != set(shared):
+        raise ValueError(f"fields {sorted(shared)} are not consecutive in the head")
+    middle = struct.Struct(">" + "".join(code for _, code in codes[first:last]))
+    head = struct.Struct(">" + "".join(code for _, code in codes[:first]) + f"{middle.size}s"
+                         + "".join(code for _, code in codes[last:]))
+    return head, middle
+
+
 # A record's bytes besides its hosts, body, topic and properties: the head without its hosts,
 # the topic's length byte and the properties' length.
 RECORD_FIXED_SIZE = RECORD_HEADS[0].size - 16 + 1 + 2
 # The smallest record: IPv4 hosts, nothing in the body, topic or properties.
 MIN_RECORD_SIZE = RECORD_FIXED_SIZE + 16
+# A batch's heads by (born host, store host) address lengths: ``record_head_sharing``'s pair.
+BATCH_RECORD_HEADS_BY_HOSTS = {hosts: record_head_sharing(flags) for hosts, (_, flags) in RECORD_HEADS_BY_HOSTS.items()}
 # Where the body length sits, by the host flags: the head's last field.
 BODY_LENGTH_AT = {flags: head.size - 4 for flags, head in RECORD_HEADS.items()}
 # Where the sysFlag sits: before the hosts, the same for every record.
