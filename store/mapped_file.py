@@ -629,11 +629,16 @@ class MappedFileQueue:
                 raise
 
     def preallocate_next(self) -> None:
-        """Start creating the file after the last one, in the allocator thread."""
+        """Start creating the file after the last one, in the allocator thread; in a queue that
+        has none yet, its first file (at offset 0, where ``get_last_mapped_file`` puts it), so
+        a new store's first put does not make a file inside the event loop either."""
         last = self.last()
-        if not self.preallocate or self._next is not None or last is None:
+        if not self.preallocate or self._next is not None:
             return
-        path = os.path.join(self.store_path, MappedFile.file_name(last.file_from_offset + self.file_size))
+        if last is None:
+            os.makedirs(self.store_path, exist_ok=True)
+        path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
+                                                                   last.file_from_offset + self.file_size))
         if not os.path.exists(path):
             self._next = _allocator.submit(_allocate, path, self.file_size, self.warm,
                                            self.reserve_chunk or self.file_size)

@@ -1,6 +1,6 @@
-"""Threads a daemon needs are started before it serves, never by a request: ``Thread.start``
-waits until the new thread runs, and inside a put that held every message in flight
-(docs/latency.md, "Threads started at boot")."""
+"""Threads a daemon needs, and a new store's first CommitLog file, are made before it serves,
+never by a request: ``Thread.start`` waits until the new thread runs, and inside a put that held
+every message in flight (docs/latency.md, "Threads started at boot")."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ async def test_a_store_starts_its_threads_with_it_not_at_the_first_put(store: De
     if store.commit_log.warmer.enabled:
         assert "PageWarmer" in names
     assert any(name.startswith("AllocateMappedFileService") for name in names)
+    # A new store's first CommitLog file is being made by the allocator already.
+    assert store.commit_log.queue.files == [] and store.commit_log.queue._next is not None
     before = _idents()
     result = await store.put_message(message("PrestartTopic", b"x" * 100))
     assert result.status is PutMessageStatus.PUT_OK
@@ -52,3 +54,5 @@ async def test_a_store_starts_its_threads_with_it_not_at_the_first_put(store: De
     first = store.commit_log.queue.files[0]
     assert first.warm_requested > 0 or not store.commit_log.warmer.enabled
     assert _idents() == before
+    # It was that file the put took; the allocator makes the next one now.
+    assert first.file_from_offset == 0 and store.commit_log.queue._next is not None
