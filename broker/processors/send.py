@@ -48,7 +48,7 @@ from rocketmq_py.remoting.protocol.message import (
     find_raw_property,
     properties_to_string,
     raw_property_prefix,
-    split_batch,
+    split_batch_merged,
     string_to_properties,
     tags_string_to_tags_code,
 )
@@ -390,75 +390,67 @@ class SendMessageProcessor(RequestProcessor):
         An entry's properties are stored as sent, followed by the header's properties it lacks
         and CLUSTER (Java's batch encoder appends the batch's properties the same way), all as
         bytes: only the names the broker needs are looked up, nothing is decoded or parsed
-        into a dict and back (a batch is most of a broker's per-message work)."""
-        try:
-            entries = split_batch(body)
-        except RecordError as exc:
-            raise RecordError(f"the batch body is malformed: {exc}") from None
-        if not entries:
-            raise RecordError("the batch is empty")
+        into a dict and back (a batch is most of a broker's per-message work). The body is
+        walked once (split_batch_merged), each distinct properties merged once. What is wrong
+        is answered in this order: the body's structure, an empty batch, the header, an entry's
+        properties."""
+        refused: str | None = None
         if header.sysFlag & TRANSACTION_ROLLBACK_TYPE:  # Java's asyncPutMessages: not-type batches only
-            raise RecordError("batch messages cannot be delayed or transactional")
+            refused = "batch messages cannot be delayed or transactional"
         header_props = string_to_properties(header.properties or "")
         delay = header_props.get(MessageConst.DELAY_TIME_LEVEL)
-        if delay is not None:  # the batch's own level, read as Java's getDelayTimeLevel reads it
+        if delay is not None and refused is None:  # the batch's own level, read as Java's getDelayTimeLevel reads it
             try:
                 level = parse_int(delay)
             except ValueError:
-                raise RecordError(f"the delay level (property DELAY) {shown(delay)} is not an int") from None
-            if level > 0:
-                raise RecordError("batch messages cannot be delayed or transactional")
+                refused = f"the delay level (property DELAY) {shown(delay)} is not an int"
+            else:
+                if level > 0:
+                    refused = "batch messages cannot be delayed or transactional"
         header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
         header_props.pop(MessageConst.CLUSTER, None)
         fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
         cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{self.broker.broker_config.brokerClusterName}".encode()
-        # Entries mostly repeat a few properties (the same tags): each distinct one is checked and
-        # merged once, and every entry holding it takes the result.
-        distinct = dict.fromkeys([props for _, _, props in entries])
-        # A name no entry holds is not looked for in each: one scan of all their properties
-        # together rules it out for every entry (the bodies, 32 times larger, are not scanned).
-        all_props = _RAW_SEPARATOR.join(distinct)
-        delay_or_transaction = _RAW_DELAY[1:] in all_props or _RAW_TRANSACTION[1:] in all_props
-        own_cluster = _RAW_CLUSTER[1:] in all_props
-        # So the header's properties that no entry names are one tail, the same for every entry,
-        # and when no entry names TAGS, every entry's tags code is that tail's.
-        per_entry = [(prefix, pair) for prefix, pair in fill if prefix[1:] in all_props]
-        common = _RAW_SEPARATOR.join([pair for prefix, pair in fill if prefix[1:] not in all_props] + [cluster])
-        tags_per_entry = _RAW_TAGS[1:] in all_props
         tags_codes = self._raw_tags_codes
-        tags_code = -1 if tags_per_entry else self._tags_code(find_raw_property(common, _RAW_TAGS))
-        check_utf8 = not all_props.isascii()
-        merged: dict[bytes, tuple[bytes, int]] = {}
-        for sent in distinct:
+
+        def merge(sent: bytes) -> tuple[bytes, int]:
+            """An entry's properties as stored, and its tags' hash (of a refused batch: as sent,
+            its entries walked only for their structure)."""
+            if refused is not None:
+                return sent, 0
             props = sent
-            if check_utf8 and not props.isascii():
+            if not props.isascii():
                 try:
                     props.decode()
                 except UnicodeDecodeError:
                     raise RecordError("the batch body is malformed: entry properties are not UTF-8") from None
-            if delay_or_transaction and (find_raw_property(props, _RAW_DELAY)
-                                         or find_raw_property(props, _RAW_TRANSACTION) == b"true"):
+            # A name the properties do not hold is not looked for (the usual case: one search).
+            if ((_RAW_DELAY[1:] in props and find_raw_property(props, _RAW_DELAY))
+                    or (_RAW_TRANSACTION[1:] in props and find_raw_property(props, _RAW_TRANSACTION) == b"true")):
                 raise RecordError("batch messages cannot be delayed or transactional")
-            if own_cluster and find_raw_property(props, _RAW_CLUSTER):  # CLUSTER is the broker's to set
+            if _RAW_CLUSTER[1:] in props and find_raw_property(props, _RAW_CLUSTER):  # CLUSTER is the broker's to set
                 own = string_to_properties(props.decode())
                 own.pop(MessageConst.CLUSTER)
                 props = properties_to_string(own).encode()
-            if per_entry:
-                tail = [pair for prefix, pair in per_entry if not find_raw_property(props, prefix)]
-                tail.append(common)
-                appended = _RAW_SEPARATOR.join(tail)
-            else:
-                appended = common
+            appended = _RAW_SEPARATOR.join([pair for prefix, pair in fill if not find_raw_property(props, prefix)]
+                                           + [cluster]) if fill else cluster
             # As Java: one separator between the entry's own and the appended, never two.
             stored = props + _RAW_SEPARATOR + appended if props and not props.endswith(_RAW_SEPARATOR) \
                 else props + appended
-            if tags_per_entry:
-                raw_tags = find_raw_property(stored, _RAW_TAGS)
-                cached_code = tags_codes.get(raw_tags)
-                tags_code = self._tags_code(raw_tags) if cached_code is None else cached_code
-            merged[sent] = (stored, tags_code)
-        stored_entries: list[tuple[int, bytes | memoryview, bytes, int]] = [
-            (flag, data, *merged[props]) for flag, data, props in entries]
+            raw_tags = find_raw_property(stored, _RAW_TAGS)
+            code = tags_codes.get(raw_tags)
+            return stored, self._tags_code(raw_tags) if code is None else code
+
+        try:
+            stored_entries, bad_entry = split_batch_merged(body, merge)
+        except RecordError as exc:
+            raise RecordError(f"the batch body is malformed: {exc}") from None
+        if not stored_entries:
+            raise RecordError("the batch is empty")
+        if refused is not None:
+            raise RecordError(refused)
+        if bad_entry is not None:
+            raise bad_entry
         sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
                                      else 0)
         return MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=stored_entries, sys_flag=sys_flag,

@@ -13,6 +13,7 @@ from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.message import (
+    TRANSACTION_PREPARED_TYPE,
     BatchEntry,
     decode_offset_msg_id,
     decode_record,
@@ -70,3 +71,55 @@ async def test_each_entry_keeps_its_own_properties_and_takes_the_headers_it_lack
             assert string_to_properties(raw) == expected and "\x02\x02" not in raw and not raw.endswith("\x02")
             unit = cq.unit_at(first + i)
             assert unit is not None and unit[2] == tags_string_to_tags_code(expected.get("TAGS"))
+
+
+_BROKEN = st.sampled_from(["truncated", "body length", "size"])
+
+
+def _break(body: bytes, how: str) -> bytes:
+    """``body`` with its last entry's structure broken: cut short, its body length past the end,
+    or its total size not matching its lengths."""
+    last = len(body) - len(encode_batch([BatchEntry(0, b"last", "")]))
+    if how == "truncated":
+        return body[:last + 10]
+    if how == "body length":
+        return body[:last + 16] + (1 << 20).to_bytes(4, "big") + body[last + 20:]
+    return (len(body) - last + 1).to_bytes(4, "big").join((body[:last], body[last + 4:]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(entry_delayed=st.booleans(), header_transactional=st.booleans(), broken=st.one_of(st.none(), _BROKEN),
+       position=st.integers(0, 3))
+async def test_a_refused_batch_is_answered_structure_first_then_header_then_entries_and_stores_nothing(
+        tmp_path_factory: Any, entry_delayed: bool, header_transactional: bool, broken: str | None,
+        position: int) -> None:
+    """The body is walked once, each distinct properties merged as the walk meets them, yet the
+    answer names what is wrong in a fixed order: a malformed body anywhere (even after an entry
+    whose properties are refused), then the header's delay or transaction, then an entry's
+    properties."""
+    entries = [BatchEntry(0, f"body-{i}".encode(), "TAGS\x01a") for i in range(4)]
+    if entry_delayed:
+        entries[position] = BatchEntry(0, b"delayed", "TAGS\x01a\x02DELAY\x013")
+    body = encode_batch([*entries, BatchEntry(0, b"last", "")])
+    if broken is not None:
+        body = _break(body, broken)
+    v1 = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102", defaultTopicQueueNums=4,
+                                  queueId=1, sysFlag=TRANSACTION_PREPARED_TYPE if header_transactional else 0,
+                                  bornTimestamp=1700000000123, flag=0, properties="WAIT\x01true", batch=True)
+    request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, SendMessageRequestHeaderV2.from_v1(v1), body)
+    async with send_processor(tmp_path_factory.mktemp("store")) as processor:
+        store = processor.broker.message_store
+        before = store.commit_log.max_offset
+        response = processor.process_request(unconnected(), request)
+        assert isinstance(response, RemotingCommand)
+        if broken is None and not entry_delayed and not header_transactional:
+            assert response.code == ResponseCode.SUCCESS, response.remark
+            return
+        assert response.code == ResponseCode.MESSAGE_ILLEGAL
+        remark = response.remark or ""
+        if broken is not None:
+            assert remark.startswith("the batch body is malformed: ") and "batch entry" in remark, remark
+        else:
+            assert remark == "batch messages cannot be delayed or transactional", remark
+        assert store.commit_log.max_offset == before
+        assert store.find_consume_queue("T", 1).max_offset_in_queue == 0
