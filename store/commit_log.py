@@ -378,11 +378,11 @@ class CommitLog:
             return None, mf.file_from_offset + pos
         return mf, pos
 
-    def _place(self, offset: int, size: int, warm: bool = True) -> tuple[MappedFile, int]:
+    def _place(self, offset: int, size: int) -> tuple[MappedFile, int]:
         """The file and position for ``size`` bytes at ``offset`` (``_offset_for``'s second
-        answer): the current file with blocks reserved and (``warm``) pages warmed ahead, or the
-        next one, after which the current one ends with a BLANK record. The next file and the
-        blocks are made first: when they cannot be (OSError), nothing is written."""
+        answer): the current file with blocks reserved and pages warmed ahead, or the next one,
+        after which the current one ends with a BLANK record. The next file and the blocks are
+        made first: when they cannot be (OSError), nothing is written."""
         files = self.queue.files
         mf = files[-1] if files else self.queue.get_last_mapped_file(0)
         pos = offset - mf.file_from_offset
@@ -399,22 +399,20 @@ class CommitLog:
             last.end_writes()
             pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
-            self._ahead(mf, pos + size, warm)
+            self._ahead(mf, pos + size)
         return mf, pos
 
-    def _ahead(self, mf: MappedFile, end: int, warm: bool = True) -> None:
+    def _ahead(self, mf: MappedFile, end: int) -> None:
         """Before a write up to ``end``: the blocks reserved (DiskFullError when the disk has no
-        room; nothing is written then) and, for a write that may go through the mapping
-        (``warm``), the pages warmed, ahead of the writer. ``warm_mark`` stays half a chunk short
-        of the reservation, so the put path checks one position for both; a write that does not
-        warm leaves it where it is, and the next small one asks for the pages."""
+        room; nothing is written then) and the pages warmed, ahead of the writer. ``warm_mark``
+        stays half a chunk short of the reservation, so the put path checks one position for
+        both."""
         # Always reserved past the writer: half a chunk, or as far as the warmer populates, so no
         # page is made writable before its blocks are reserved (docs/store-disk-full.md).
         half = self._reserve_ahead
         if mf.reserved < mf.file_size and end + half > mf.reserved:
             mf.reserve(end + half, half)
-        if warm:
-            self.warmer.request(mf, end)
+        self.warmer.request(mf, end)
         if mf.reserved < mf.file_size and mf.warm_mark > mf.reserved - half:
             mf.warm_mark = mf.reserved - half
 
@@ -525,15 +523,12 @@ class CommitLog:
                               born, store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, len(body))
         except struct.error:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
-        large = len(body) >= _BODY_WRITTEN_APART
         if mf is None:
-            # A large record goes in by pwritev, which allocates the pages it fills: populating
-            # them ahead cost the warming thread 10 times what the write saves (docs/store-formats.md).
-            mf, pos = self._place(offset, size, not large)
-        if large:  # the body goes into the file as it is, not through a joined copy first
-            mf.write_parts(pos, [fixed, body, b"".join((topic, _I16.pack(len(props)), props))])
-        else:
+            mf, pos = self._place(offset, size)
+        if len(body) < _BODY_WRITTEN_APART:
             mf.write(pos, b"".join((fixed, body, topic, _I16.pack(len(props)), props)))
+        else:  # a large body goes into the file as it is, not through a joined copy first
+            mf.write_parts(pos, [fixed, body, b"".join((topic, _I16.pack(len(props)), props))])
         mf.wrote_position = pos + size
         if queued:
             table[key] = queue_offset + 1

@@ -187,8 +187,8 @@ MAPPINGS = _Mappings()
 
 class MappedFile:
     __slots__ = ("_address", "_write_fd", "file_from_offset", "file_size", "flushed_position", "mm", "path",
-                 "pending", "pending_at", "populated_from", "populated_to", "read_ahead_from", "read_ahead_to",
-                 "release_idle", "reserved", "warm_mark", "warm_requested", "wrote_position")
+                 "pending", "pending_at", "read_ahead_from", "read_ahead_to", "release_idle", "reserved", "warm_mark",
+                 "warm_requested", "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
         """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
@@ -220,10 +220,6 @@ class MappedFile:
         # pages ahead, and how far it has asked already.
         self.warm_mark = 0
         self.warm_requested = 0
-        # The bytes whose pages the warmer has populated (its thread sets them, after each call),
-        # where ``write`` may store through the mapping without faulting in the event loop.
-        self.populated_from = 0
-        self.populated_to = 0
         # ``read_ahead``'s bookkeeping: the bytes it last asked the kernel to read in.
         self.read_ahead_from = 0
         self.read_ahead_to = 0
@@ -376,9 +372,9 @@ class MappedFile:
         self.pending = None
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
-        """``data`` into the file at ``pos``: less than a page through the mapping where the warmer
-        has populated it, else by pwrite into the page cache the mapping shares, on a descriptor
-        kept until ``end_writes`` (the CommitLog's records; docs/store-formats.md#writing-the-commitlog).
+        """``data`` into the file at ``pos``: less than a page through the mapping, a page or more
+        by pwrite into the page cache the mapping shares, on a descriptor kept until
+        ``end_writes`` (the CommitLog's records; docs/store-formats.md#writing-the-commitlog).
 
         Once a flush (or the kernel's writeback) has cleaned a page, the next store into it
         through the mapping faults to dirty it again. A write under a page mostly lands on a
@@ -386,12 +382,10 @@ class MappedFile:
         put 5.1-5.9 µs through the mapping, 6.1-6.7 by pwrite); a page or more faults on every
         page it reaches, and a batch of 32 sends (36 KiB) cost 43-76 µs of kernel time through
         the mapping under ASYNC_FLUSH's flushes, 20-22 by pwrite. A page written either way is
-        the same page: readers of the mapping, flushes and a killed process see the same bytes.
-        A store to a page nobody populated faults, and the kernel reads ahead (zero-fills) a
-        window of pages inside the event loop: pwrite allocates just the pages it fills."""
+        the same page: readers of the mapping, flushes and a killed process see the same bytes."""
         size = len(data)
         mm = self.mm
-        if size < PAGE_SIZE and self.populated_from <= pos and pos + size <= self.populated_to and not mm.closed:
+        if size < PAGE_SIZE and not mm.closed:
             mm[pos:pos + size] = data
             return
         fd = self._kept_fd()

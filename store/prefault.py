@@ -13,10 +13,6 @@ no fault at all. Under SYNC_FLUSH they are populated readable only (MADV_POPULAT
 writable page is dirty, and a group-commit fsync would then write the zeros ahead of the data.
 Both need Linux 5.14; elsewhere, or when the kernel refuses, warming turns itself off and puts
 fault as before.
-
-Only writes through the mapping need it: a record around a large body goes in by pwritev, which
-allocates the pages it fills far more cheaply than populating them (docs/store-formats.md), so it
-asks for no warming, and the writer stores through the mapping only up to ``populated_to``.
 """
 
 from __future__ import annotations
@@ -89,7 +85,6 @@ class PageWarmer:
         """The writer has written (or is writing) up to ``end`` of ``mf``."""
         if not self.enabled:
             mf.warm_mark = mf.file_size  # never asked again for this file
-            mf.populated_to = mf.file_size  # small writes go through the mapping and fault, as without a warmer
             return
         mf.warm_mark = end + self.step
         start = max(mf.warm_requested, end - end % _PAGE)
@@ -137,8 +132,6 @@ class PageWarmer:
         assert madvise is not None
         base = mf.address()
         pos = start
-        if start != mf.populated_to:  # not where the last job ended (a file reopened mid-way)
-            mf.populated_from = start
         while base is not None and pos < stop and mf.mapped:
             length = min(_CALL_BYTES, stop - pos)
             if madvise(base + pos, length, self.advice) != 0:
@@ -150,5 +143,4 @@ class PageWarmer:
                 return  # ENOMEM and the like: the file was unmapped under us
             self.populated += length
             pos += length
-            mf.populated_to = pos
             _yield()

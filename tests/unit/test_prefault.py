@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from rocketmq_py.store.mapped_file import MappedFile, create_reserved
+from rocketmq_py.store.mapped_file import MappedFile
 from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 from tests.store_helpers import message
 
@@ -89,7 +88,7 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
 
 
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
-    body = bytes(range(256)) * 240  # 60 KiB: under the large records, which do not warm
+    body = bytes(range(256)) * 256
     results = [warm_log.append_message(message("T", body))]
     while warm_log.queue.files[-1].wrote_position < 5 * MiB:
         results.append(warm_log.append_message(message("T", body)))
@@ -102,73 +101,6 @@ def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
     for r in results:
         record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
         assert record is not None and body in record
-
-
-def test_large_records_are_not_warmed_for_and_a_small_one_after_them_asks(warm_log: CommitLog) -> None:
-    """A record around a body of 64 KiB or more goes in by pwritev, which allocates the pages it
-    fills: nothing is populated for it. A small record after such records is written by pwrite
-    (its page was not populated) and asks the warmer for the pages after it."""
-    bodies = [os.urandom(1 << 20) for _ in range(6)]
-    results = [warm_log.append_message(message("T", body)) for body in bodies]
-    mf = warm_log.queue.files[-1]
-    end = mf.wrote_position
-    assert warm_log.warmer.populated == 0 and warm_log.warmer._thread is None
-    assert mf.populated_to == 0
-    start = end - end % PAGE
-    assert resident_pages(mf, start + 2 * MiB, start + AHEAD) == 0, "pages ahead of large records were populated"
-    small = warm_log.append_message(message("T", b"s" * 100))
-    assert mf.warm_requested >= end + AHEAD - PAGE
-    stop = mf.warm_requested - mf.warm_requested % PAGE
-    assert wait_resident(mf, start, stop) == (stop - start) // PAGE
-    for r, body in zip([*results, small], [*bodies, b"s" * 100], strict=True):
-        record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
-        assert record is not None and body in record
-
-
-def thread_faults() -> int:
-    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-
-
-def test_small_writes_go_through_the_mapping_only_where_populated(tmp_path: object) -> None:
-    """MappedFile.write stores a write under a page through the mapping only between
-    ``populated_from`` and ``populated_to`` (the warmer's): elsewhere a store would fault (and
-    have the kernel read ahead around it) in the writer's thread, so it goes by pwrite, which
-    does not fault. The bytes are the same either way."""
-    path = os.path.join(str(tmp_path), "00000000000000000000")
-    create_reserved(path, 4 * MiB)
-    mf = MappedFile(path, 4 * MiB)
-    try:
-        record = os.urandom(300)
-        mf.populated_from, mf.populated_to = 2 * MiB, 4 * MiB
-        before = thread_faults()
-        for i in range(64):  # pages nobody populated: pwrite
-            mf.write(i * PAGE + 17, record)
-        assert thread_faults() - before < 16
-        before = thread_faults()
-        for i in range(64):  # pages marked populated (not actually: so each store faults)
-            mf.write(2 * MiB + i * PAGE + 17, record)
-        assert thread_faults() - before >= 48, "stored through the mapping"
-        for at in (17, 63 * PAGE + 17, 2 * MiB + 17, 2 * MiB + 63 * PAGE + 17):
-            assert mf.read(at, 300) == record
-        mf.end_writes()
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            assert os.pread(fd, 64 * PAGE, 0) == mf.mm[:64 * PAGE]
-            assert os.pread(fd, 64 * PAGE, 2 * MiB) == mf.mm[2 * MiB:2 * MiB + 64 * PAGE]
-        finally:
-            os.close(fd)
-    finally:
-        mf.close()
-
-
-def test_without_a_warmer_small_writes_go_through_the_mapping(tmp_path: object) -> None:
-    log = commit_log(tmp_path, warmAheadCommitLog=0)
-    try:
-        log.append_message(message("T", b"z" * 100))
-        mf = log.queue.files[-1]
-        assert (mf.populated_from, mf.populated_to) == (0, mf.file_size)
-    finally:
-        log.queue.close()
 
 
 def test_sync_flush_populates_without_dirtying(tmp_path: object) -> None:
