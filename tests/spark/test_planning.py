@@ -161,6 +161,23 @@ def test_properties_column_is_string_to_properties_row_by_row(texts: list[str]) 
                               for i, d in enumerate(expected)]
 
 
+# Well-formed properties as writers store them: names from a small pool (so rows share names, in
+# the same or other orders, and a row may repeat one), values that may hold NAME_VALUE_SEPARATOR,
+# with or without the trailing PROPERTY_SEPARATOR Java's messageProperties2String leaves.
+_ENTRY = st.tuples(st.sampled_from(["UNIQ_KEY", "WAIT", "TAGS", "KEYS", "é", "値"]),
+                   st.text(st.sampled_from("ab1é\x01"), min_size=1, max_size=6))
+_WELL_FORMED = st.tuples(st.lists(_ENTRY, max_size=5), st.booleans()).map(
+    lambda row: "".join(f"{n}\x01{v}\x02" for n, v in row[0])[:None if row[1] or not row[0] else -1])
+
+
+@given(st.lists(_WELL_FORMED, min_size=1, max_size=30), st.integers(0, 3))
+def test_properties_column_of_well_formed_rows_any_order_and_repeats(texts: list[str], skip: int) -> None:
+    """Rows naming their properties in one order, in several, or one name twice: the map column
+    is string_to_properties' row by row (the last value of a repeated name), also for a slice."""
+    column = pa.array(["unused\x01x"] * skip + texts, pa.string()).slice(skip)
+    assert properties_column(column).to_pylist() == [list(string_to_properties(t).items()) for t in texts]
+
+
 def test_properties_that_are_not_utf8_are_a_record_error() -> None:
     cols = RecordColumns("broker-x")
     cols.add_body(encode_record(MessageExt(topic="T", body=b"b"), properties=b"TAGS\x01\xff"), 0, 1, None)
