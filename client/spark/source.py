@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from rocketmq_py.client.spark.options import LATEST, SourceOptions, queue_key, sink_options, source_options
 from rocketmq_py.client.spark.partitions import QueueRange, split_ranges
-from rocketmq_py.client.spark.reader import data_loss, read_range
+from rocketmq_py.client.spark.reader import data_loss, freeze_worker_heap, read_range
 from rocketmq_py.client.spark.records import SCHEMA_DDL
 from rocketmq_py.client.spark.topic import QueueState, TopicView, resolve
 
@@ -97,6 +97,7 @@ class RocketMQBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueueRange)
+        freeze_worker_heap()
         if partition.size:
             yield from read_range(partition, self.opts)
 
@@ -157,6 +158,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueueRange)
+        freeze_worker_heap()
         yield from read_range(partition, self.opts)
 
     def commit(self, end: dict[str, int]) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -15,7 +19,7 @@ from rocketmq_py.client.spark.reader import read_range
 from rocketmq_py.remoting.codes import RequestCode
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.exceptions import RemotingConnectError, RemotingTimeoutError
-from tests.integration.daemons import Daemon
+from tests.integration.daemons import ROOT, Daemon
 from tests.spark.conftest import create_topic, send
 
 pytestmark = pytest.mark.slow
@@ -72,3 +76,37 @@ def test_puller_times_out_and_reports_a_closed_connection(cluster: tuple[Daemon,
         puller.close()
     with pytest.raises(RemotingConnectError):
         BlockingPuller("127.0.0.1:1", 1.0)
+
+
+def test_the_sources_read_leaves_the_workers_heap_out_of_collections_and_reads_the_same(
+        cluster: tuple[Daemon, Daemon]) -> None:
+    """In a fresh interpreter (as a Spark worker is), the data source's first ``read`` freezes
+    what the process held, so a full collection after a task no longer walks it; the rows read
+    are the ones ``read_range`` gives, and a process that only calls ``read_range`` is left as is."""
+    ns, broker = cluster
+    topic = "SparkReaderFrozenHeap"
+    create_topic(ns, broker, topic, queues=1)
+    bodies = [os.urandom(100) for _ in range(40)]
+    send(ns, topic, [(0, Message(topic, b)) for b in bodies])
+    script = textwrap.dedent(f"""
+        import gc, json
+        from rocketmq_py.client.spark.options import source_options
+        from rocketmq_py.client.spark.partitions import QueueRange
+        from rocketmq_py.client.spark.reader import read_range
+        from rocketmq_py.client.spark.source import RocketMQBatchReader
+        opts = source_options({{"namesrvAddr": {ns.addr!r}, "topic": {topic!r}}}, False)
+        part = QueueRange({topic!r}, "broker-a", {broker.addr!r}, 0, 0, 40)
+        plain = [b for batch in read_range(part, opts) for b in batch.column("body").to_pylist()]
+        before = gc.get_freeze_count(), len(gc.get_objects())
+        read = [b.hex() for batch in RocketMQBatchReader(opts).read(part) for b in batch.column("body").to_pylist()]
+        print(json.dumps({{"before": before, "frozen": gc.get_freeze_count(), "tracked": len(gc.get_objects()),
+                          "plain": [b.hex() for b in plain], "read": read}}))
+        """)
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                         check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["before"][0] == 0  # read_range alone froze nothing
+    assert got["frozen"] >= got["before"][1] > 10_000
+    assert got["tracked"] < got["before"][1] // 10
+    assert got["read"] == got["plain"] == [b.hex() for b in bodies]
