@@ -183,7 +183,7 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         consumer_group=opts.get("consumergroup") or None,
         pull_batch_size=_int(opts, "pullBatchSize", 32, 1) or 32,
-        pulls_in_flight=_int(opts, "pullsInFlight", 4, 1) or 4,
+        pulls_in_flight=_int(opts, "pullsInFlight", 8, 1) or 8,
         rows_per_batch=_int(opts, "rowsPerBatch", 8192, 1) or 8192,
         timeout=_float(opts, "timeout", 10.0),
         credentials=_credentials(opts),

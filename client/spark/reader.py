@@ -86,8 +86,12 @@ def _read(puller: BlockingPuller, part: QueueRange, opts: SourceOptions) -> Iter
     # of paying one round trip per pull, as a consumer pulling all its queues at once does. And
     # while one window's answers are decoded the next window is already on its way, asked for
     # where this one ends if every pull comes back full (as in a backlog); when this window ends
-    # elsewhere, the early one is dropped and asked for again.
+    # elsewhere, the early one is dropped and asked for again. A window's pulls are ``stride``
+    # offsets apart: what the last whole pull returned. Pulls of large bodies come back short (the
+    # broker caps an answer at 256 KiB), and a window planned by maxMsgNums would be void past its
+    # first pull each time, every void pull read by the broker all the same.
     window = 1 if opts.tags is not None else opts.pulls_in_flight
+    stride = batch
     ahead: tuple[list[int], list[int]] | None = None  # (offsets, opaques) of the window sent early
 
     def send(offsets: list[int]) -> list[int]:
@@ -99,12 +103,12 @@ def _read(puller: BlockingPuller, part: QueueRange, opts: SourceOptions) -> Iter
         else:
             if ahead is not None:
                 puller.forget(ahead[1])
-            offsets = list(range(offset, part.end, batch))[:window]
+            offsets = list(range(offset, part.end, stride))[:window]
             opaques = send(offsets)
         ahead = None
         responses = puller.receive(opaques)
-        if window > 1 and offsets[-1] + batch < part.end:
-            following = list(range(offsets[-1] + batch, part.end, batch))[:window]
+        if window > 1 and offsets[-1] + stride < part.end:
+            following = list(range(offsets[-1] + stride, part.end, stride))[:window]
             ahead = (following, send(following))
         for asked, r in zip(offsets, responses, strict=True):
             if asked != offset:
@@ -114,6 +118,8 @@ def _read(puller: BlockingPuller, part: QueueRange, opts: SourceOptions) -> Iter
                 seen, last = columns.add_body(r.body or b"", offset, part.end, opts.tags)
                 if seen and last + 1 > next_offset:
                     next_offset = last + 1
+                if offset + batch <= part.end and next_offset > offset:  # a whole pull, not cut by the end
+                    stride = min(batch, next_offset - offset)
                 not_found_since = None
                 if len(columns) >= opts.rows_per_batch or columns.nbytes >= BATCH_BYTES:
                     yield columns.take()

@@ -43,6 +43,32 @@ def test_short_pulls_void_the_window_sent_ahead_and_nothing_is_lost_or_doubled(c
     assert max(b.num_rows for b in batches) < 50 + 32
 
 
+def test_windows_follow_what_a_pull_returns_so_short_pulls_void_no_more_than_the_first_windows(
+        cluster: tuple[Daemon, Daemon], monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 KB bodies come 12 to a pull: once one came back short, a window asks 12 offsets apart,
+    so its pulls all count; only the first window and the one sent ahead of it are void past their
+    first pull. Before, every window was, and the broker read each void pull all the same."""
+    ns, broker = cluster
+    topic = "SparkReaderStride"
+    create_topic(ns, broker, topic, queues=1)
+    bodies = [os.urandom(20_000) for _ in range(300)]
+    send(ns, topic, [(0, Message(topic, b)) for b in bodies])
+    sent: list[int] = []
+    plain_send = BlockingPuller.send
+
+    def counting_send(self: BlockingPuller, requests: list[RemotingCommand]) -> list[int]:
+        sent.extend(int((r.ext_fields or {})["queueOffset"]) for r in requests)
+        return plain_send(self, requests)
+
+    monkeypatch.setattr(BlockingPuller, "send", counting_send)
+    opts = source_options({"namesrvAddr": ns.addr, "topic": topic}, False)
+    assert opts.pulls_in_flight == 8
+    batches = list(read_range(QueueRange(topic, "broker-a", broker.addr, 0, 5, 290), opts))
+    assert [body for b in batches for body in b.column("body").to_pylist()] == bodies[5:290]
+    useful = -(-285 // 12)
+    assert useful <= len(sent) <= useful + 2 * 8 + 1, sent
+
+
 def test_a_batch_ends_at_its_byte_budget_before_its_row_count(cluster: tuple[Daemon, Daemon],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Big bodies: a batch is handed over once its bodies pass BATCH_BYTES (within one pull's
