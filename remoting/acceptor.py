@@ -38,7 +38,7 @@ BACKLOG = 1024
 class Acceptor:
     """Accepts connections on ``host:port`` and hands each to ``protocol_factory`` on the loop."""
 
-    def __init__(self, protocol_factory: Callable[[], asyncio.Protocol], *, tls_mode: TlsMode = TlsMode.DISABLED,
+    def __init__(self, protocol_factory: Callable[[], asyncio.BaseProtocol], *, tls_mode: TlsMode = TlsMode.DISABLED,
                  ssl_context: ssl.SSLContext | None = None, first_byte_timeout: float | None = None,
                  handshake_timeout: float = 10.0) -> None:
         self._factory = protocol_factory

@@ -113,7 +113,7 @@ class ConnectionEvents:
 
 # subclassed outside the compiled modules (tests' stand-ins for a live channel)
 @mypyc_attr(allow_interpreted_subclasses=True)
-class RemotingConnection(asyncio.Protocol):
+class RemotingConnection(asyncio.BufferedProtocol):
     def __init__(self, processors: ProcessorTable, events: ConnectionEvents | None = None, *,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
                  max_pending: int = DEFAULT_MAX_PENDING, poller: BusyPoller | None = None) -> None:
@@ -150,7 +150,26 @@ class RemotingConnection(asyncio.Protocol):
         if self._events:
             self._events.on_connect(self)
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The decoder's: a large body is read straight into its own buffer (FrameDecoder.get_buffer).
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.last_activity = time.monotonic()
+        poller = self._poller
+        if poller is not None:
+            poller.begin()
+        try:
+            commands = self._decoder.buffer_updated(nbytes)
+        except FrameError as exc:
+            self._malformed(exc)
+            return
+        self._received(commands)
+        if poller is not None:
+            poller.end()
+
     def data_received(self, data: bytes) -> None:
+        """Bytes read by the caller (the transports read through ``get_buffer``; tests feed frames here)."""
         self.last_activity = time.monotonic()
         poller = self._poller
         if poller is not None:
@@ -158,11 +177,19 @@ class RemotingConnection(asyncio.Protocol):
         try:
             commands = self._decoder.feed(data)
         except FrameError as exc:
-            log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
-            if self._events:
-                self._events.on_exception(self, exc)
-            self.abort(f"malformed frame: {exc}")
+            self._malformed(exc)
             return
+        self._received(commands)
+        if poller is not None:
+            poller.end()
+
+    def _malformed(self, exc: FrameError) -> None:
+        log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
+        if self._events:
+            self._events.on_exception(self, exc)
+        self.abort(f"malformed frame: {exc}")
+
+    def _received(self, commands: list[RemotingCommand]) -> None:
         if len(commands) == 1 and not commands[0].flag & RPC_TYPE_RESPONSE:
             self._processors.dispatch(self, commands[0])  # one request in flight: the common read
         else:
@@ -171,8 +198,6 @@ class RemotingConnection(asyncio.Protocol):
             # Answers produced inline (most requests) leave now rather than one loop turn
             # later: at one request in flight that turn is a good part of the round trip.
             self._flush()
-        if poller is not None:
-            poller.end()
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
         """Requests go to the processors a run at a time (a read of pipelined sends is stored in
@@ -198,6 +223,7 @@ class RemotingConnection(asyncio.Protocol):
         reason = self._close_reason if exc is None else f"{self._close_reason}: {exc}"
         self._transport = None
         self._wbuf.clear()
+        self._decoder.close()
         if not self._closed.done():
             self._closed.set_result(None)
         self._fail_all(reason)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_py.remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame
+from rocketmq_py.remoting import FrameDecoder, LanguageCode, RemotingCommand, SerializeType, encode_frame, frame
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=40)
 _int32 = st.integers(-(2**31), 2**31 - 1)
@@ -83,3 +83,77 @@ def test_collected_bodies_under_any_reads(specs: list[tuple[int, bytes | None]],
         at += size
     assert out == cmds
     assert decoder.buffered == 0
+
+
+def _read_into(decoder: FrameDecoder, stream: bytes, at: int, size: int) -> tuple[int, list[RemotingCommand]]:
+    """One read as a buffered transport makes it: at most ``size`` bytes of ``stream`` from ``at``
+    into the decoder's buffer, then ``buffer_updated``."""
+    buf = decoder.get_buffer()
+    n = min(len(buf), size, len(stream) - at)
+    buf[:n] = stream[at:at + n]
+    return at + n, decoder.buffer_updated(n)
+
+
+# Bodies of every size to 3,000 bytes, the larger ones as often as the small.
+_bodies = st.none() | st.binary(min_size=1, max_size=300) | st.integers(300, 3000).flatmap(
+    lambda n: st.binary(min_size=n, max_size=n))
+
+
+@settings(max_examples=150)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(list(SerializeType)), _bodies), min_size=1, max_size=5),
+                min_size=1, max_size=3),
+       st.lists(st.integers(1, 1500), min_size=1, max_size=40), st.sampled_from([0, 500, 2000]),
+       st.sampled_from([0, 2500, 1 << 30]))
+def test_reads_into_the_decoders_buffers(streams: list[list[tuple[int, bytes | None]]], sizes: list[int],
+                                         collect_from: int, budget: int) -> None:
+    """Read through ``get_buffer`` / ``buffer_updated`` (asyncio's BufferedProtocol), with large
+    bodies read straight into their own buffer (or, past the thread's budget of such buffers,
+    collected from the reads), by several connections of one thread in turn (they share its read
+    buffer, its spare body buffer and its budget): each decodes the commands its peer sent,
+    bodies as bytes, holds nothing after, and the budget is whole again."""
+    taken = getattr(frame._reads, "taken", 0)
+    saved, frame.BODY_BUFFER_BUDGET = frame.BODY_BUFFER_BUDGET, budget
+    try:
+        _read_streams(streams, sizes, collect_from)
+    finally:
+        frame.BODY_BUFFER_BUDGET = saved
+    assert getattr(frame._reads, "taken", 0) == taken
+
+
+def _read_streams(streams: list[list[tuple[int, bytes | None]]], sizes: list[int], collect_from: int) -> None:
+    sent: list[list[RemotingCommand]] = []
+    for specs in streams:
+        cmds = [RemotingCommand.request(i, {"n": str(i)}, body) for i, (_, body) in enumerate(specs)]
+        for cmd, (stype, _) in zip(cmds, specs, strict=True):
+            cmd.serialize_type = stype
+        sent.append(cmds)
+    wires = [b"".join(encode_frame(c) for c in cmds) for cmds in sent]
+    decoders = [FrameDecoder(collect_from=collect_from) for _ in wires]
+    outs: list[list[RemotingCommand]] = [[] for _ in wires]
+    ats = [0] * len(wires)
+    for i in range(sum(map(len, wires))):  # bounded: every round reads a byte or more of a stream
+        live = [k for k, wire in enumerate(wires) if ats[k] < len(wire)]
+        if not live:
+            break
+        k = live[i % len(live)]
+        ats[k], got = _read_into(decoders[k], wires[k], ats[k], sizes[i % len(sizes)])
+        outs[k].extend(got)
+    assert outs == sent
+    assert all(type(c.body) is bytes for out in outs for c in out if c.body is not None)
+    assert all(d.buffered == 0 for d in decoders)
+
+
+def test_a_closed_decoder_gives_its_body_buffer_back() -> None:
+    """A connection closed in the middle of a large body returns what its buffer took of the
+    thread's budget; a header alone never takes more than the budget allows."""
+    taken = getattr(frame._reads, "taken", 0)
+    wire = encode_frame(RemotingCommand.request(10, {"a": "b"}, bytes(1 << 20)))
+    decoders = [FrameDecoder() for _ in range(100)]
+    for d in decoders:  # 100 headers of 1 MiB bodies: 100 MiB declared, 64 MiB budget
+        _read_into(d, wire, 0, 1000)
+    assert getattr(frame._reads, "taken", 0) - taken <= frame.BODY_BUFFER_BUDGET
+    assert sum(d.buffered for d in decoders) < 100 * 1000
+    for d in decoders:
+        d.close()
+        assert d.buffered == 0
+    assert getattr(frame._reads, "taken", 0) == taken
