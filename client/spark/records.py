@@ -65,8 +65,8 @@ ARROW_SCHEMA = pa.schema([
     ("reconsumeTimes", pa.int32()),
 ])
 
-# A batch goes to Spark once its records hold this many bytes, whatever rowsPerBatch says: 8,192
-# rows of 4 MiB bodies would be 32 GiB in one worker, and a binary column's 32-bit offsets end at
+# A batch goes to Spark once its records hold this many bytes, whatever rowsPerBatch says: 4,096
+# rows of 4 MiB bodies would be 16 GiB in one worker, and a binary column's 32-bit offsets end at
 # 2 GiB (pa.array then returns chunks, which a RecordBatch does not take).
 BATCH_BYTES = 64 << 20
 

@@ -37,6 +37,7 @@ def test_source_options_defaults_and_case_insensitivity() -> None:
     o = source_options({"NAMESRVADDR": "h:1", "Topic": "T", "subexpression": "A || B"}, streaming=True)
     assert o.namesrv_addr == "h:1" and o.starting_offsets == "latest" and o.tags == frozenset({"A", "B"})
     assert o.fail_on_data_loss and o.pull_group == "TOOLS_CONSUMER"
+    assert (o.pull_batch_size, o.pulls_in_flight, o.rows_per_batch) == (32, 8, 4096)  # as the README lists them
     assert source_options(BASE, streaming=False).starting_offsets == "earliest"
 
 
