@@ -45,6 +45,13 @@ _CALL_BYTES = 64 * 1024
 # os.sched_yield is POSIX-only (as is madvise, without which this thread never starts).
 _yield = getattr(os, "sched_yield", lambda: None)
 _PAGE = mmap.PAGESIZE
+# Where a thread the writer has overtaken starts again: this far past it. The pages it
+# has passed are written (populating them is wasted work), and the writer takes the next ones
+# itself while the thread populates beyond them, so the two bring fresh pages in side by side.
+# With 1 MiB sends at 8 in flight the writer took 92% of its pages unpopulated, and paid them:
+# kernel time in the event loop 703-928 µs per send; from 1 MiB past it, 11-56% and 334-494 µs
+# (4 MiB past it: 43-49%, 417-494 µs).
+WRITER_LEAD = 1 << 20
 
 
 @functools.cache
@@ -133,6 +140,14 @@ class PageWarmer:
         base = mf.address()
         pos = start
         while base is not None and pos < stop and mf.mapped:
+            # Read from this thread, the writer's position may be a little stale: then a call
+            # populates pages just written, which costs a lookup each.
+            writer = mf.wrote_position
+            if pos < writer - writer % _PAGE:  # overtaken: the writer is past this page
+                pos = writer + WRITER_LEAD
+                pos -= pos % _PAGE
+                if pos >= stop:
+                    return
             length = min(_CALL_BYTES, stop - pos)
             if madvise(base + pos, length, self.advice) != 0:
                 err = ctypes.get_errno()

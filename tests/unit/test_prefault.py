@@ -25,7 +25,7 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
-from rocketmq_py.store.mapped_file import MappedFile
+from rocketmq_py.store.mapped_file import MappedFile, create_reserved
 from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 from tests.store_helpers import message
 
@@ -101,6 +101,31 @@ def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
     for r in results:
         record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
         assert record is not None and body in record
+
+
+def test_an_overtaken_warmer_starts_again_past_the_writer(tmp_path: object) -> None:
+    """Pages the writer has passed are written already: a warmer behind it skips them and the
+    writer's next WRITER_LEAD bytes (the writer takes those itself) and populates from there."""
+    path = os.path.join(str(tmp_path), "00000000000000000000")
+    create_reserved(path, 16 * MiB)
+    mf = MappedFile(path, 16 * MiB)
+    warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE)
+    if not warmer.enabled:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    try:
+        mf.mm.madvise(mmap.MADV_RANDOM)  # no readaround of the populating faults: only what is asked
+        mf.wrote_position = 4 * MiB + 100  # as if written that far (nothing is: its pages stay out)
+        warmer._populate(mf, 0, 8 * MiB)
+        restart = 4 * MiB + 100 + prefault.WRITER_LEAD
+        restart -= restart % PAGE
+        assert resident_pages(mf, 0, restart) == 0
+        assert resident_pages(mf, restart, 8 * MiB) == (8 * MiB - restart) // PAGE
+        assert resident_pages(mf, 8 * MiB, 16 * MiB) == 0
+        mf.wrote_position = 0  # ahead of the writer: from where it was asked
+        warmer._populate(mf, 0, 2 * MiB)
+        assert resident_pages(mf, 0, 2 * MiB) == 2 * MiB // PAGE
+    finally:
+        mf.close()
 
 
 def test_sync_flush_populates_without_dirtying(tmp_path: object) -> None:
