@@ -217,32 +217,3 @@ def test_a_read_asks_the_disk_for_the_window_after_it(tmp_path: object) -> None:
             assert log.get_data(r.wrote_offset, r.wrote_bytes)[-len(body) - 200:].find(body) >= 0
     finally:
         log.queue.close()
-
-
-def test_each_call_is_short_and_gives_the_cpu_back(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call holds its CPU (and the mmap_lock) until the kernel has populated all of it, and a
-    busy-polling loop that yielded to this thread waits that long (docs/latency.md)."""
-    log = commit_log(tmp_path, warmAheadCommitLog=0)  # a file nobody else warms
-    try:
-        log.append_message(message("T", b"x" * 100))
-        mf = log.queue.files[-1]
-        warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE)
-        real = warmer._madvise
-        if real is None:
-            pytest.skip("no madvise here")
-        events: list[tuple[str, int]] = []
-
-        def madvise(address: int, length: int, advice: int) -> int:
-            events.append(("madvise", length))
-            return int(real(address, length, advice))
-
-        monkeypatch.setattr(warmer, "_madvise", madvise)
-        monkeypatch.setattr(prefault, "_yield", lambda: events.append(("yield", 0)))
-        warmer._populate(mf, MiB, 4 * MiB + 5 * PAGE)
-        calls = [length for what, length in events if what == "madvise"]
-        assert sum(calls) == 3 * MiB + 5 * PAGE and max(calls) <= 64 * 1024
-        # Every call is followed by a yield before the next one.
-        assert [what for what, _ in events] == ["madvise", "yield"] * len(calls)
-        assert resident_pages(mf, MiB, 4 * MiB) == 3 * MiB // PAGE
-    finally:
-        log.queue.close()
