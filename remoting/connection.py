@@ -155,41 +155,26 @@ class RemotingConnection(asyncio.BufferedProtocol):
         return self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.last_activity = time.monotonic()
-        poller = self._poller
-        if poller is not None:
-            poller.begin()
-        try:
-            commands = self._decoder.buffer_updated(nbytes)
-        except FrameError as exc:
-            self._malformed(exc)
-            return
-        self._received(commands)
-        if poller is not None:
-            poller.end()
+        self._read(None, nbytes)
 
     def data_received(self, data: bytes) -> None:
         """Bytes read by the caller (the transports read through ``get_buffer``; tests feed frames here)."""
+        self._read(data, 0)
+
+    def _read(self, data: bytes | None, nbytes: int) -> None:
+        """One read: ``data`` when the caller read it, else ``nbytes`` into the decoder's buffer."""
         self.last_activity = time.monotonic()
         poller = self._poller
         if poller is not None:
             poller.begin()
         try:
-            commands = self._decoder.feed(data)
+            commands = self._decoder.buffer_updated(nbytes) if data is None else self._decoder.feed(data)
         except FrameError as exc:
-            self._malformed(exc)
+            log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
+            if self._events:
+                self._events.on_exception(self, exc)
+            self.abort(f"malformed frame: {exc}")
             return
-        self._received(commands)
-        if poller is not None:
-            poller.end()
-
-    def _malformed(self, exc: FrameError) -> None:
-        log.warning("closing connection %s: malformed frame: %s", self.remote_addr, exc)
-        if self._events:
-            self._events.on_exception(self, exc)
-        self.abort(f"malformed frame: {exc}")
-
-    def _received(self, commands: list[RemotingCommand]) -> None:
         if len(commands) == 1 and not commands[0].flag & RPC_TYPE_RESPONSE:
             self._processors.dispatch(self, commands[0])  # one request in flight: the common read
         else:
@@ -198,6 +183,8 @@ class RemotingConnection(asyncio.BufferedProtocol):
             # Answers produced inline (most requests) leave now rather than one loop turn
             # later: at one request in flight that turn is a good part of the round trip.
             self._flush()
+        if poller is not None:
+            poller.end()
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
         """Requests go to the processors a run at a time (a read of pipelined sends is stored in
