@@ -7,8 +7,6 @@ nothing but plain values is ever pickled.
 
 from __future__ import annotations
 
-import functools
-import gc
 import logging
 import time
 from collections.abc import Iterator
@@ -41,20 +39,6 @@ def data_loss(what: str, fail: bool) -> None:
                             "RocketMQ (retention deleted it). If you want your query to skip it and go on, "
                             "set the option failOnDataLoss to false.")
     log.warning("%s; skipping ahead (failOnDataLoss=false)", what)
-
-
-@functools.cache
-def freeze_worker_heap() -> None:
-    """Leave what a Spark Python worker holds when it first reads (pyspark, pyarrow, this
-    package: some 68,000 objects, alive for good) out of the cyclic collector's scans, once.
-
-    The worker runs a full ``gc.collect()`` after every task, which walked all of them each time:
-    about 30 ms of CPU between two tasks of a slot (100 ms and more of wall time on a busy
-    machine), eight times in a read of eight queues. Objects made later are collected as before,
-    and refcounting still frees frozen ones. Called by the data source's ``read`` only, which
-    runs in Spark's workers: a process that merely calls ``read_range`` keeps its collector as is.
-    """
-    gc.freeze()
 
 
 def read_range(part: QueueRange, opts: SourceOptions) -> Iterator[pa.RecordBatch]:
