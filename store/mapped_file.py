@@ -26,13 +26,6 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 # Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
 _WARM_CHUNK = bytes(1 << 20)
-
-
-def start_allocator() -> None:
-    """The allocator's thread started (with the store, as Java starts its service), not by the
-    first file roll inside a put: ``Thread.start`` waits for the new thread to run."""
-    _allocator.submit(int).result()
-
 # Java's MappedFile.OS_PAGE_SIZE: the unit of flushXxxLeastPages.
 PAGE_SIZE = 4096
 # Bytes of one MADV_WILLNEED call of MappedFile.read_ahead: under any device's readahead cap.
@@ -47,6 +40,12 @@ _MMAP_OPTIONS: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 1
 # stray access fails with ValueError instead of touching freed memory.
 _UNMAPPED = mmap.mmap(-1, 1)
 _UNMAPPED.close()
+
+
+def start_allocator() -> None:
+    """The allocator's thread started (with the store, as Java starts its service), not by the
+    first file roll inside a put: ``Thread.start`` waits for the new thread to run."""
+    _allocator.submit(int).result()
 
 
 class DiskFullError(OSError):
