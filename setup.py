@@ -32,6 +32,7 @@ MYPYC_MODULES = [
     "rocketmq_py.remoting.command",
     "rocketmq_py.remoting.connection",
     "rocketmq_py.remoting.frame",
+    "rocketmq_py.remoting.protocol.batch_body",
     "rocketmq_py.remoting.serializer",
     "rocketmq_py.store.commit_log",
     "rocketmq_py.store.message_store",

@@ -30,6 +30,7 @@ from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.connection import RemotingConnection
 from rocketmq_py.remoting.header import parse_int, shown
 from rocketmq_py.remoting.processor import ProcessorResult, RequestProcessor
+from rocketmq_py.remoting.protocol.batch_body import split_batch_merged
 from rocketmq_py.remoting.protocol.broker import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
@@ -48,7 +49,6 @@ from rocketmq_py.remoting.protocol.message import (
     find_raw_property,
     properties_to_string,
     raw_property_prefix,
-    split_batch_merged,
     string_to_properties,
     tags_string_to_tags_code,
 )

@@ -2,8 +2,8 @@
 
 The same bytes live in the CommitLog, travel in PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID
 bodies and in CHECK_TRANSACTION_STATE, so store, broker and SDK all use this one codec. Also here:
-the properties string, the batch body of SEND_BATCH_MESSAGE, offset message ids, and Java's
-String.hashCode for tag codes.
+the properties string, the batch body of SEND_BATCH_MESSAGE as a producer encodes it (batch_body.py
+walks it), offset message ids, and Java's String.hashCode for tag codes.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ipaddress
 import socket
 import struct
 import zlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from operator import methodcaller
 from typing import AnyStr
@@ -509,55 +509,3 @@ def encode_batch(entries: list[BatchEntry]) -> bytes:
         out.append(_BATCH_ENTRY_HEAD.pack(22 + len(e.body) + len(props), 0, 0, e.flag, len(e.body)) + e.body
                    + _I16.pack(len(props)) + props)
     return b"".join(out)
-
-
-def split_batch(body: bytes) -> list[tuple[int, bytes | memoryview, bytes]]:
-    """``(flag, body, raw properties)`` of each entry of a batch body, its structure checked;
-    bodies are views into ``body`` (a batch's records are built from them without copies)."""
-    entries, _ = split_batch_merged(body, _as_sent)
-    return [(flag, data, props) for flag, data, props, _ in entries]
-
-
-def _as_sent(props: bytes) -> tuple[bytes, int]:
-    return props, 0
-
-
-def split_batch_merged(body: bytes, merge: Callable[[bytes], tuple[bytes, int]]
-                       ) -> tuple[list[tuple[int, bytes | memoryview, bytes, int]], RecordError | None]:
-    """Each entry of a batch body as ``(flag, body, *merge(raw properties))``, its structure
-    checked (RecordError), with the first RecordError ``merge`` raised, if any.
-
-    ``merge`` is called once per distinct properties (entries mostly repeat a few: the same
-    tags) and its error is returned, not raised, so the caller can answer a malformed structure
-    anywhere in the body before it; the entry it refused keeps its properties as sent. One walk
-    builds the store's entries: a batch is most of a broker's per-message work, and a list of
-    split entries merged by a second pass cost a third as much again as the split."""
-    entries: list[tuple[int, bytes | memoryview, bytes, int]] = []  # as MessageExtBatch holds them
-    merged: dict[bytes, tuple[bytes, int]] = {}
-    refused: RecordError | None = None
-    unpack_head, unpack_len = _BATCH_ENTRY_HEAD.unpack_from, _I16.unpack_from
-    view = memoryview(body)
-    pos, end = 0, len(body)
-    while pos < end:
-        if end - pos < 22:
-            raise RecordError("truncated batch entry")
-        total, _magic, _crc, flag, body_len = unpack_head(body, pos)
-        p = pos + 20 + body_len  # where the properties' length is
-        if body_len < 0 or p + 2 > end:
-            raise RecordError("batch entry body length does not fit")
-        (props_len,) = unpack_len(body, p)
-        q = p + 2 + props_len  # the entry's end
-        if props_len < 0 or pos + total != q or q > end:
-            raise RecordError("batch entry size does not match its lengths")
-        props = body[p + 2:q]
-        stored = merged.get(props)
-        if stored is None:
-            try:
-                stored = merge(props)
-            except RecordError as exc:
-                refused = refused or exc
-                stored = props, 0
-            merged[props] = stored
-        entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
-        pos = q
-    return entries, refused

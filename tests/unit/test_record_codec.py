@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rocketmq_py.client.allocate import MessageQueue
 from rocketmq_py.client.pull_api_wrapper import decode_pulled as _decode_pulled
+from rocketmq_py.remoting.protocol.batch_body import split_batch
 from rocketmq_py.remoting.protocol.message import (
     COMPRESSED_FLAG,
     BatchEntry,
@@ -21,7 +22,6 @@ from rocketmq_py.remoting.protocol.message import (
     decode_records,
     encode_batch,
     encode_record,
-    split_batch,
 )
 
 
