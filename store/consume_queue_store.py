@@ -26,6 +26,9 @@ class ConsumeQueueStore:
         # Never replaced (cleared, at most): the dispatcher and the store hold this same dict.
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.to_flush = QueuesToFlush(flush_least_pages)
+        # Queues of topics just created whose first files the allocator is making
+        # (``make_ahead``), until a put first asks for them (``find_consume_queue``).
+        self.made_ahead: dict[tuple[str, int], ConsumeQueue] = {}
 
     def load(self) -> None:
         if not os.path.isdir(self.root):
@@ -42,9 +45,47 @@ class ConsumeQueueStore:
             queues = self.consume_queue_table[topic] = {}
         cq = queues.get(queue_id)
         if cq is None:
-            cq = queues[queue_id] = ConsumeQueue(topic, queue_id, self.root, self.file_size, self.to_flush)
-            cq.queue.space_check = self.space_check
+            made = self.made_ahead.pop((topic, queue_id), None) if self.made_ahead else None
+            cq = queues[queue_id] = made if made is not None else self._new_queue(topic, queue_id)
         return cq
+
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(topic, queue_id, self.root, self.file_size, self.to_flush)
+        cq.queue.space_check = self.space_check
+        return cq
+
+    def make_ahead(self, topic: str, queue_nums: int) -> int:
+        """The first ConsumeQueue files of a topic's queues ``0 .. queue_nums - 1`` that have none,
+        made now by the allocator's thread (reserved, their first pages read into the page cache),
+        for its first messages to take (``MappedFileQueue.allocate_next``): made by those puts,
+        on the event loop, they cost 100-180 µs each and held every message in flight, eight
+        times over for a new topic of eight queues (docs/latency.md). Java makes them on its
+        dispatch thread at the first message. Nothing a reader sees changes until a put takes
+        one: until then the queue is in no table, and a broker stopped before leaves no file
+        (``drop_made_ahead``); a broker killed before leaves an empty file, which recovery
+        reads as an empty queue (no valid unit). Not on a disk above its warning ratio. The
+        number of files asked for."""
+        table = self.commit_log.topic_queue_table
+        count = 0
+        for queue_id in range(queue_nums):
+            key = topic, queue_id
+            if key in self.made_ahead or self.existing(topic, queue_id) is not None or table.get(key, 0):
+                continue
+            if not count:
+                try:
+                    self.space_check(self.file_size)
+                except OSError:
+                    return 0
+            cq = self.made_ahead[key] = self._new_queue(topic, queue_id)
+            cq.queue.allocate_next()
+            count += 1
+        return count
+
+    def drop_made_ahead(self, topics: set[str] | None = None) -> None:
+        """The files made ahead for ``topics`` (all when None) and never taken removed: a topic
+        deleted, or the store shut down."""
+        for key in [key for key in self.made_ahead if topics is None or key[0] in topics]:
+            self.made_ahead.pop(key).queue.drop_made_ahead()
 
     def existing(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self.consume_queue_table.get(topic, {}).get(queue_id)
@@ -164,6 +205,7 @@ class ConsumeQueueStore:
         return self._unit_store_timestamp(cq, cq_offset) if cq else -1
 
     def delete_topics(self, topics: set[str]) -> int:
+        self.drop_made_ahead(topics)
         count = 0
         for topic in topics:
             queues = self.consume_queue_table.pop(topic, None)

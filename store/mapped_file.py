@@ -26,6 +26,8 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 # Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
 _WARM_CHUNK = bytes(1 << 20)
+# What ``_cache_head`` reads into: the allocator's single thread alone uses it.
+_HEAD_BUFFER = bytearray(1 << 20)
 # Java's MappedFile.OS_PAGE_SIZE: the unit of flushXxxLeastPages.
 PAGE_SIZE = 4096
 # Bytes of one MADV_WILLNEED call of MappedFile.read_ahead: under any device's readahead cap.
@@ -45,6 +47,11 @@ _UNMAPPED.close()
 def start_allocator() -> None:
     """The allocator's thread started (with the store, as Java starts its service), not by the
     first file roll inside a put: ``Thread.start`` waits for the new thread to run."""
+    _allocator.submit(int).result()
+
+
+def wait_allocator() -> None:
+    """Every file the allocator was asked for made (or removed) by now."""
     _allocator.submit(int).result()
 
 
@@ -99,13 +106,17 @@ def create_reserved(path: str, size: int, reserve: int | None = None) -> None:
     os.close(fd)
 
 
-def _allocate(path: str, file_size: int, warm: bool, reserve: int) -> str:
-    """Create a CommitLog file ahead of need, its first ``reserve`` bytes' blocks reserved
-    (``reserve_blocks``), or, when ``warm`` (Java's warmMapedFileEnable), all of them, zero-written
-    and synced, so puts never fault on a fresh page nor make a later fsync write the file's
-    zeros. Every call here releases the GIL while the kernel works. The file is mapped by the
-    thread that takes it (the mapping budget is the event loop's)."""
-    create_reserved(path, file_size, file_size if warm else reserve)
+def _allocate(path: str, file_size: int, warm: bool, reserve: int, head: int = 0) -> str:
+    """Create a store file ahead of need (its directory too), its first ``reserve`` bytes' blocks
+    reserved (``reserve_blocks``) and its first ``head`` bytes read into the page cache
+    (``_cache_head``), or, when ``warm`` (Java's warmMapedFileEnable), all of it reserved,
+    zero-written and synced, so puts never fault on a fresh page nor make a later fsync write the
+    file's zeros. Every call here releases the GIL while the kernel works. The file is mapped by
+    the thread that takes it (the mapping budget is the event loop's)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    create_reserved(path, file_size, file_size if warm else max(reserve, head))
+    if head and not warm:
+        _cache_head(path, min(head, file_size))
     if warm:
         fd = os.open(path, os.O_RDWR)
         try:
@@ -118,6 +129,23 @@ def _allocate(path: str, file_size: int, warm: bool, reserve: int) -> str:
             raise
         os.close(fd)
     return path
+
+
+def _cache_head(path: str, length: int) -> None:
+    """The first ``length`` bytes of a new file read, so their pages are in the page cache (clean
+    zeros) before a writer maps them. A fresh page costs whoever brings it in first 2-4 µs (about
+    10 µs where the host must back the memory, docs/store-formats.md#writing-the-commitlog): paid
+    here, by the allocator's thread, the event loop's first writes into the file take minor
+    faults, and the page warmer's first calls over them hold the mapping lock (which an mmap on
+    the loop waits for) far shorter. Read, not written: no dirty page for an fsync to write
+    (SYNC_FLUSH), and no lock of the process's mappings taken."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with memoryview(_HEAD_BUFFER) as buf:
+            for pos in range(0, length, len(buf)):
+                os.preadv(fd, [buf[:min(len(buf), length - pos)]], pos)
+    finally:
+        os.close(fd)
 
 
 def _open_file_limit() -> int:
@@ -492,11 +520,22 @@ class MappedFile:
         self.unmap()
 
 
+def _remove_made(fut: concurrent.futures.Future[str]) -> None:
+    if fut.cancelled() or fut.exception() is not None:
+        return
+    path = fut.result()
+    with contextlib.suppress(OSError):
+        os.remove(path)
+        os.rmdir(os.path.dirname(path))
+        os.rmdir(os.path.dirname(os.path.dirname(path)))  # a topic's directory, once its last queue goes
+
+
 class MappedFileQueue:
     """The files of one log (the CommitLog, or one consume queue) in offset order."""
 
     def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False,
-                 no_readahead: int | None = None, reserve_chunk: int = 0, release_idle: bool = False) -> None:
+                 no_readahead: int | None = None, reserve_chunk: int = 0, release_idle: bool = False,
+                 head: int = 0) -> None:
         self.store_path = store_path
         self.file_size = file_size
         # 0: a new file's blocks are all reserved when it is made (ConsumeQueue files, small).
@@ -504,6 +543,9 @@ class MappedFileQueue:
         # 1 GiB CommitLog file costs disk as it fills, as a sparse one did.
         self.reserve_chunk = reserve_chunk
         self.release_idle = release_idle  # MappedFile.release_idle of its files
+        # Bytes at the start of a file made ahead (``allocate_next``) that the allocator reserves
+        # and reads into the page cache: what its first writer reaches first.
+        self.head = head
         # Head of each new file advised MADV_RANDOM (MappedFile.advise_no_readahead); all of it
         # by default.
         self.no_readahead = file_size if no_readahead is None else no_readahead
@@ -584,9 +626,9 @@ class MappedFileQueue:
     def _new_file(self, create_offset: int) -> MappedFile:
         if self.space_check is not None:
             self.space_check(self.file_size)
-        os.makedirs(self.store_path, exist_ok=True)
         mf = self._take_preallocated(create_offset)
         if mf is None:
+            os.makedirs(self.store_path, exist_ok=True)
             path = os.path.join(self.store_path, MappedFile.file_name(create_offset))
             if os.path.exists(path):  # made ahead (create_ahead), or left by a crash
                 mf = MappedFile(path, self.file_size)
@@ -628,19 +670,23 @@ class MappedFileQueue:
                 raise
 
     def preallocate_next(self) -> None:
+        """``allocate_next`` for a queue that makes every next file ahead (the CommitLog)."""
+        if self.preallocate:
+            self.allocate_next()
+
+    def allocate_next(self) -> None:
         """Start creating the file after the last one, in the allocator thread; in a queue that
         has none yet, its first file (at offset 0, where ``get_last_mapped_file`` puts it), so
-        a new store's first put does not make a file inside the event loop either."""
+        a new store's first put, or a new topic's (ConsumeQueueStore.make_ahead), does not make
+        a file inside the event loop either. ``get_last_mapped_file`` takes it."""
         last = self.last()
-        if not self.preallocate or self._next is not None:
+        if self._next is not None:
             return
-        if last is None:
-            os.makedirs(self.store_path, exist_ok=True)
         path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
                                                                    last.file_from_offset + self.file_size))
         if not os.path.exists(path):
             self._next = _allocator.submit(_allocate, path, self.file_size, self.warm,
-                                           self.reserve_chunk or self.file_size)
+                                           self.reserve_chunk or self.file_size, self.head)
 
     def _take_preallocated(self, offset: int) -> MappedFile | None:
         """The file made ahead for ``offset``, waiting for it if it is still being made (as Java
@@ -662,8 +708,8 @@ class MappedFileQueue:
         except BaseException:
             os.remove(path)
             raise
-        mf.reserved = self.file_size if self.warm or not self.reserve_chunk else min(self.file_size,
-                                                                                     self.reserve_chunk)
+        mf.reserved = self.file_size if self.warm or not self.reserve_chunk else \
+            min(self.file_size, max(self.reserve_chunk, self.head))
         mf.advise_no_readahead(self.no_readahead)
         return mf
 
@@ -672,6 +718,16 @@ class MappedFileQueue:
         if fut is not None:
             with contextlib.suppress(OSError):
                 os.remove(fut.result())
+
+    def drop_made_ahead(self) -> None:
+        """The file made ahead removed, with the queue's directory, once the allocator has made
+        it, without waiting for it (a topic deleted before its first message): on the loop,
+        ``_drop_preallocated`` could wait behind another file the allocator is making. The
+        allocator's single thread runs this removal before its next job, so a file made again
+        for the same path (the topic created again) is never the one removed."""
+        fut, self._next = self._next, None
+        if fut is not None:
+            fut.add_done_callback(_remove_made)
 
     def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:
         if not self.files:

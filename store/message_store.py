@@ -50,7 +50,7 @@ from rocketmq_py.store.flush import (
 from rocketmq_py.store.ha.ha_service import HAService
 from rocketmq_py.store.index_dispatch import CHILD_SUPPORTED, IndexDispatchProcess, wait_for_previous_child
 from rocketmq_py.store.index_file import IndexService
-from rocketmq_py.store.mapped_file import DiskFullError, start_allocator
+from rocketmq_py.store.mapped_file import DiskFullError, start_allocator, wait_allocator
 from rocketmq_py.store.message_result import (
     MATCH_ALL,
     GetMessageResult,
@@ -206,6 +206,8 @@ class DefaultMessageStore:
         for queues in self.consume_queue_table.values():
             for cq in queues.values():
                 cq.queue.close()
+        self.consume_queue_store.drop_made_ahead()
+        await asyncio.to_thread(wait_allocator)  # those files removed before the store is gone
         self.index_service.close()
         if self.checkpoint is not None:
             self.checkpoint.close()
@@ -381,6 +383,14 @@ class DefaultMessageStore:
 
     def delete_topics(self, topics: set[str]) -> int:
         return self.consume_queue_store.delete_topics(topics)
+
+    def make_consume_queues_ahead(self, topic: str, queue_nums: int) -> int:
+        """A topic just created or updated: the first files of its queues made off the event loop
+        for its first messages (ConsumeQueueStore.make_ahead); none on a slave, whose queues
+        are written by replication, nor on a store not running."""
+        if self.shutdown_flag or self.config.brokerRole == _SLAVE:
+            return 0
+        return self.consume_queue_store.make_ahead(topic, queue_nums)
 
     # -- retention (clean.py) -----------------------------------------------------------------
 

@@ -93,6 +93,7 @@ class AdminBrokerProcessor:
             return request.response(ResponseCode.SYSTEM_ERROR, f"bad topic config: {exc}")
         topics = self.broker.topic_config_manager
         topics.update_topic_config(config)
+        self.broker.message_store.make_consume_queues_ahead(config.topicName, config.writeQueueNums)
         return await _answer_once_written(request, topics.persist_soon())
 
     async def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:

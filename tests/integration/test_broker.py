@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.protocol.message import decode_offset_msg_id, decode_records
 from tests.integration.broker_client import batch_request, call, pull_request, send_request, wait_held_pulls
 from tests.integration.daemons import Daemon, DaemonSet
+from tests.waiting import wait_until
 
 # The settings of the broker of the shared ``cluster`` fixture (tests/integration/conftest.py).
 BROKER_OPTIONS = ("channelExpiredTimeout=120000",)
@@ -75,6 +77,39 @@ async def test_auto_created_topic_is_routable_at_once(cluster: tuple[Daemon, Dae
     assert route.code == ResponseCode.SUCCESS, "registration after a topic change must not wait 30 s"
     qd = json.loads(route.body)["queueDatas"][0]
     assert (qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]) == (4, 4, 6)
+
+
+def _size(path: str) -> int:
+    """The size of a file (a directory's own), -1 when there is none."""
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return -1
+
+
+async def test_a_created_topic_has_its_queue_files_before_its_first_message(cluster: tuple[Daemon, Daemon],
+                                                                            client: RemotingClient) -> None:
+    """UPDATE_AND_CREATE_TOPIC has the allocator make the first ConsumeQueue file of each write
+    queue, which the first sends take (docs/latency.md); DELETE_TOPIC_IN_BROKER removes them."""
+    _, broker = cluster
+    queues = os.path.join(broker.home, "store", "consumequeue", "MadeAhead")
+    files = [os.path.join(queues, str(q), f"{0:020d}") for q in range(3)]
+    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+               {"topic": "MadeAhead", "defaultTopic": "TBW102", "readQueueNums": "3", "writeQueueNums": "3",
+                "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    assert await wait_until(lambda: all(_size(f) == 6_000_000 for f in files), 10.0)
+    for q in range(3):
+        sent = await client.invoke(broker.addr, send_request("MadeAhead", f"m{q}".encode(), queue_id=q), 5)
+        assert sent.code == ResponseCode.SUCCESS
+        pulled = await client.invoke(broker.addr, pull_request("made_ahead_group", "MadeAhead", q, 0), 5)
+        assert pulled.code == ResponseCode.SUCCESS and len(list(decode_records(pulled.body or b""))) == 1
+    assert all(_size(os.path.join(queues, str(q))) >= 0 for q in range(3)) and _size(os.path.join(queues, "3")) < 0
+    await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
+               {"topic": "NeverSent", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+                "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    await call(client, broker.addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "NeverSent"})
+    never = os.path.join(broker.home, "store", "consumequeue", "NeverSent")
+    assert await wait_until(lambda: _size(never) < 0, 10.0)
 
 
 async def test_long_poll_answered_within_100ms_of_a_send(cluster: tuple[Daemon, Daemon],
