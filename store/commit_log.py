@@ -331,7 +331,8 @@ class CommitLog:
         # the batch as a record's own does).
         shared = shared_head.pack((batch.sys_flag & _NOT_HOST_FLAGS) | host_flags, batch.born_timestamp, born, store_ts,
                                   store, batch.reconsume_times, 0)
-        pack, pack_len = head.pack, _I16.pack
+        # Bound once: compiled, a module-level name is a dictionary lookup at every use.
+        pack, pack_len, checksum, magic = head.pack, _I16.pack, crc32, MESSAGE_MAGIC_CODE
         step = 1 if queued else 0
         base = offset
         parts: list[bytes | memoryview] = []
@@ -349,9 +350,10 @@ class CommitLog:
                 tail = tails[props] = b"".join((topic, pack_len(len(props)), props))
                 keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
             size = fixed + body_len + len(tail)
-            parts += (pack(size, MESSAGE_MAGIC_CODE, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
-                           shared, body_len),
-                      body, tail)
+            parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
+                              body_len))
+            parts.append(body)
+            parts.append(tail)
             units.append((offset, size, tags_code))
             offset += size
             queue_offset += step
