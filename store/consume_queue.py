@@ -88,7 +88,7 @@ class ConsumeQueue:
         self.file_size = file_size - file_size % CQ_STORE_UNIT_SIZE
         self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), self.file_size,
                                      reserve_chunk=CQ_RESERVE_CHUNK, release_idle=True,
-                                     head=2 * CQ_RESERVE_CHUNK)
+                                     first_reserve=2 * CQ_RESERVE_CHUNK, cached_head=PAGE_SIZE)
         self.max_physic_offset = -1
         self.min_logic_offset = 0
         self.to_flush = QueuesToFlush() if to_flush is None else to_flush
@@ -227,7 +227,7 @@ class ConsumeQueue:
             self.queue.get_last_mapped_file()
         mf = files[-1]
         end = mf.wrote_position + count * CQ_STORE_UNIT_SIZE
-        if end + CQ_RESERVE_CHUNK > mf.reserved:  # a file made ahead has it already (``head``)
+        if end + CQ_RESERVE_CHUNK > mf.reserved:  # a file made ahead has it already (``first_reserve``)
             mf.reserve(min(end, self.file_size), CQ_RESERVE_CHUNK)
         if end > self.file_size:  # the files after it are made whole (create_ahead)
             per_file = self.file_size // CQ_STORE_UNIT_SIZE

@@ -12,6 +12,7 @@ from rocketmq_py.remoting.protocol.message import QUEUED_TRANSACTION_TYPES, TRAN
 from rocketmq_py.store.commit_log import CommitLog, MessageExtBatch, MessageExtBrokerInner, RunEntry
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue, QueuesToFlush
 from rocketmq_py.store.file_sync import flush_files
+from rocketmq_py.store.mapped_file import allocate_first_files
 
 
 class ConsumeQueueStore:
@@ -63,23 +64,17 @@ class ConsumeQueueStore:
         dispatch thread at the first message. Nothing a reader sees changes until a put takes
         one: until then the queue is in no table, and a broker stopped before leaves no file
         (``drop_made_ahead``); a broker killed before leaves an empty file, which recovery
-        reads as an empty queue (no valid unit). Not on a disk above its warning ratio. The
-        number of files asked for."""
+        reads as an empty queue (no valid unit). The number of files asked for."""
         table = self.commit_log.topic_queue_table
-        count = 0
+        made = []
         for queue_id in range(queue_nums):
             key = topic, queue_id
             if key in self.made_ahead or self.existing(topic, queue_id) is not None or table.get(key, 0):
-                continue
-            if not count:
-                try:
-                    self.space_check(self.file_size)
-                except OSError:
-                    return 0
+                continue  # (a queue on disk is in the table: ``load``)
             cq = self.made_ahead[key] = self._new_queue(topic, queue_id)
-            cq.queue.allocate_next()
-            count += 1
-        return count
+            made.append(cq.queue)
+        allocate_first_files(made)
+        return len(made)
 
     def drop_made_ahead(self, topics: set[str] | None = None) -> None:
         """The files made ahead for ``topics`` (all when None) and never taken removed: a topic

@@ -16,7 +16,7 @@ import logging
 import mmap
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 log = logging.getLogger("rocketmq.store")
 
@@ -25,6 +25,10 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 
 # Java's AllocateMappedFileService: one thread creating the next CommitLog file ahead of need.
 _allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="AllocateMappedFileService")
+# And one for the first ConsumeQueue files of topics just created (ConsumeQueueStore.make_ahead):
+# 10,000 topics created at once are 80,000 files, which must not hold up the CommitLog's next.
+_queue_allocator = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                         thread_name_prefix="AllocateConsumeQueueService")
 _WARM_CHUNK = bytes(1 << 20)
 # What ``_cache_head`` reads into: the allocator's single thread alone uses it.
 _HEAD_BUFFER = bytearray(1 << 20)
@@ -45,14 +49,15 @@ _UNMAPPED.close()
 
 
 def start_allocator() -> None:
-    """The allocator's thread started (with the store, as Java starts its service), not by the
+    """The allocators' threads started (with the store, as Java starts its service), not by the
     first file roll inside a put: ``Thread.start`` waits for the new thread to run."""
-    _allocator.submit(int).result()
+    wait_allocator()
 
 
 def wait_allocator() -> None:
-    """Every file the allocator was asked for made (or removed) by now."""
-    _allocator.submit(int).result()
+    """Every file the allocators were asked for made (or removed) by now."""
+    for allocator in (_allocator, _queue_allocator):
+        allocator.submit(int).result()
 
 
 class DiskFullError(OSError):
@@ -106,17 +111,17 @@ def create_reserved(path: str, size: int, reserve: int | None = None) -> None:
     os.close(fd)
 
 
-def _allocate(path: str, file_size: int, warm: bool, reserve: int, head: int = 0) -> str:
+def _allocate(path: str, file_size: int, warm: bool, reserve: int, cached: int = 0) -> str:
     """Create a store file ahead of need (its directory too), its first ``reserve`` bytes' blocks
-    reserved (``reserve_blocks``) and its first ``head`` bytes read into the page cache
+    reserved (``reserve_blocks``) and its first ``cached`` bytes read into the page cache
     (``_cache_head``), or, when ``warm`` (Java's warmMapedFileEnable), all of it reserved,
     zero-written and synced, so puts never fault on a fresh page nor make a later fsync write the
     file's zeros. Every call here releases the GIL while the kernel works. The file is mapped by
     the thread that takes it (the mapping budget is the event loop's)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    create_reserved(path, file_size, file_size if warm else max(reserve, head))
-    if head and not warm:
-        _cache_head(path, min(head, file_size))
+    create_reserved(path, file_size, file_size if warm else reserve)
+    if cached and not warm:
+        _cache_head(path, min(cached, file_size))
     if warm:
         fd = os.open(path, os.O_RDWR)
         try:
@@ -520,6 +525,33 @@ class MappedFile:
         self.unmap()
 
 
+def allocate_first_files(queues: Sequence[MappedFileQueue]) -> None:
+    """The first file (at offset 0) of each of ``queues``, none of which has a file or is on disk
+    (a new topic's ConsumeQueues), made by the ConsumeQueue allocator's thread in one job, for
+    ``get_last_mapped_file`` to take as it takes a preallocated file. One job and no look at the
+    disk for a topic's queues: a job each and a stat each cost the loop 70 µs a queue while the
+    thread was making files in the same directories. A file not made yet when its queue wants it
+    is made by the queue itself (``_take_preallocated`` cancels it)."""
+    jobs: list[tuple[concurrent.futures.Future[str], str, int, int, int]] = []
+    for queue in queues:
+        if queue._next is None and not queue.files:
+            fut: concurrent.futures.Future[str] = concurrent.futures.Future()
+            queue._next = fut
+            jobs.append((fut, os.path.join(queue.store_path, MappedFile.file_name(0)), queue.file_size,
+                         queue.first_reserved(), queue.cached_head))
+    if jobs:
+        _queue_allocator.submit(_allocate_each, jobs)
+
+
+def _allocate_each(jobs: list[tuple[concurrent.futures.Future[str], str, int, int, int]]) -> None:
+    for fut, path, file_size, reserve, cached in jobs:
+        if fut.set_running_or_notify_cancel():
+            try:
+                fut.set_result(_allocate(path, file_size, False, reserve, cached))
+            except BaseException as exc:  # the taker logs it and makes the file itself
+                fut.set_exception(exc)
+
+
 def _remove_made(fut: concurrent.futures.Future[str]) -> None:
     if fut.cancelled() or fut.exception() is not None:
         return
@@ -535,7 +567,7 @@ class MappedFileQueue:
 
     def __init__(self, store_path: str, file_size: int, preallocate: bool = False, warm: bool = False,
                  no_readahead: int | None = None, reserve_chunk: int = 0, release_idle: bool = False,
-                 head: int = 0) -> None:
+                 first_reserve: int = 0, cached_head: int = 0) -> None:
         self.store_path = store_path
         self.file_size = file_size
         # 0: a new file's blocks are all reserved when it is made (ConsumeQueue files, small).
@@ -543,9 +575,11 @@ class MappedFileQueue:
         # 1 GiB CommitLog file costs disk as it fills, as a sparse one did.
         self.reserve_chunk = reserve_chunk
         self.release_idle = release_idle  # MappedFile.release_idle of its files
-        # Bytes at the start of a file made ahead (``allocate_next``) that the allocator reserves
-        # and reads into the page cache: what its first writer reaches first.
-        self.head = head
+        # Of a file made ahead (``allocate_next``, ``allocate_first_files``): the bytes whose blocks
+        # are reserved at once when more than ``reserve_chunk`` (what its first put would reserve),
+        # and those read into the page cache (what its first writes reach).
+        self.first_reserve = first_reserve
+        self.cached_head = cached_head
         # Head of each new file advised MADV_RANDOM (MappedFile.advise_no_readahead); all of it
         # by default.
         self.no_readahead = file_size if no_readahead is None else no_readahead
@@ -685,14 +719,18 @@ class MappedFileQueue:
         path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
                                                                    last.file_from_offset + self.file_size))
         if not os.path.exists(path):
-            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm,
-                                           self.reserve_chunk or self.file_size, self.head)
+            self._next = _allocator.submit(_allocate, path, self.file_size, self.warm, self.first_reserved(),
+                                           self.cached_head)
 
     def _take_preallocated(self, offset: int) -> MappedFile | None:
         """The file made ahead for ``offset``, waiting for it if it is still being made (as Java
         does); None when there is none, it failed (a full disk, say), or it is for another offset."""
         fut, self._next = self._next, None
         if fut is None:
+            return None
+        if not self.preallocate and fut.cancel():
+            # A ConsumeQueue's file still waiting its turn behind other topics' (thousands created
+            # at once): made here, as before, rather than after all of theirs.
             return None
         try:
             path = fut.result()
@@ -708,10 +746,15 @@ class MappedFileQueue:
         except BaseException:
             os.remove(path)
             raise
-        mf.reserved = self.file_size if self.warm or not self.reserve_chunk else \
-            min(self.file_size, max(self.reserve_chunk, self.head))
+        mf.reserved = self.file_size if self.warm else self.first_reserved()
         mf.advise_no_readahead(self.no_readahead)
         return mf
+
+    def first_reserved(self) -> int:
+        """Bytes whose blocks a file made ahead has reserved."""
+        if not self.reserve_chunk:
+            return self.file_size
+        return min(self.file_size, max(self.reserve_chunk, self.first_reserve))
 
     def _drop_preallocated(self) -> None:
         fut, self._next = self._next, None

@@ -387,8 +387,10 @@ class DefaultMessageStore:
     def make_consume_queues_ahead(self, topic: str, queue_nums: int) -> int:
         """A topic just created or updated: the first files of its queues made off the event loop
         for its first messages (ConsumeQueueStore.make_ahead); none on a slave, whose queues
-        are written by replication, nor on a store not running."""
-        if self.shutdown_flag or self.config.brokerRole == _SLAVE:
+        are written by replication, nor on a store not running or refusing puts for a full disk
+        (the flag, not a new look at the disk: that cost 250 µs of the loop here while the
+        allocator made files)."""
+        if self.shutdown_flag or self.disk_full or self.config.brokerRole == _SLAVE:
             return 0
         return self.consume_queue_store.make_ahead(topic, queue_nums)
 

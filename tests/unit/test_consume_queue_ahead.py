@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -179,3 +180,38 @@ async def test_a_file_made_ahead_and_left_by_a_crash_is_an_empty_queue(tmp_path:
         assert store.get_max_offset_in_queue("Torn", 0) == 3
     finally:
         await store.shutdown()
+
+
+async def test_files_still_queued_hold_up_neither_a_put_nor_the_commit_log(tmp_path: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of topics created at once queue their files on a thread of their own: the
+    CommitLog's next file never waits behind them, and a put whose queue's file has not had its
+    turn yet makes it itself, as before, instead of waiting for every file queued before it."""
+    root = str(tmp_path)
+    store = await _started(root, mappedFileSizeCommitLog=64 * 1024)
+    held = threading.Event()
+    allocate = mapped_file._allocate
+
+    def slow_for_earlier(path: str, *args: int) -> str:  # a slow disk, or thousands of files before
+        if "Earlier" in path:
+            held.wait(30)
+        return allocate(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mapped_file, "_allocate", slow_for_earlier)
+    try:
+        assert store.make_consume_queues_ahead("Earlier", 1) == 1
+        assert store.make_consume_queues_ahead("Queued", 2) == 2
+        t0 = time.monotonic()
+        for i in range(200):  # 200 records of ~1 KiB: three CommitLog files of 64 KiB, two rolls
+            assert store.append_message(message("Queued", b"q" * 1000, queue_id=i % 2)).ok
+        assert time.monotonic() - t0 < 10, "a put waited for the queued files"
+        assert len(store.commit_log.queue.files) >= 3
+        for q in range(2):
+            cq = store.consume_queue_store.existing("Queued", q)
+            assert cq is not None and [mf.path for mf in cq.queue.files] == [_first_file(root, "Queued", q)]
+            assert store.get_max_offset_in_queue("Queued", q) == 100
+    finally:
+        held.set()
+        await store.shutdown()
+    wait_allocator()  # the cancelled jobs never ran: the files the puts made are the queues'
+    assert _size(_first_file(root, "Queued", 1)) == CQ_SIZE

@@ -45,6 +45,7 @@ async def test_a_store_starts_its_threads_with_it_not_at_the_first_put(store: De
     if store.commit_log.warmer.enabled:
         assert "PageWarmer" in names
     assert any(name.startswith("AllocateMappedFileService") for name in names)
+    assert any(name.startswith("AllocateConsumeQueueService") for name in names)
     # A new store's first CommitLog file is being made by the allocator already.
     assert store.commit_log.queue.files == [] and store.commit_log.queue._next is not None
     before = _idents()
