@@ -16,6 +16,7 @@ from typing import Protocol
 from rocketmq_py.common.heap import freeze_startup_heap
 from rocketmq_py.common.metrics import DaemonMetrics
 from rocketmq_py.common.properties import ConfigError
+from rocketmq_py.remoting.header import prepare_header_codecs
 
 log = logging.getLogger("rocketmq")
 
@@ -116,6 +117,7 @@ async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics |
     await controller.start()
     if metrics is not None:
         await metrics.start(metrics_hint)
+    prepare_header_codecs()  # not built by the first requests, on the loop
     freeze_startup_heap()  # what start built lives as long as the daemon: no full collection walks it again
     message = boot_message()
     log.info(message)

@@ -194,3 +194,23 @@ class CommandHeader:
         codec = (namespace["from_ext"], namespace["to_ext"])
         cls._codec_cache = codec
         return codec
+
+
+def prepare_header_codecs() -> int:
+    """The codec of every header class imported so far built now (``CommandHeader._codec``),
+    rather than by the first request that reads or writes one: a build (type hints, generated
+    code compiled) took about 280 µs of the event loop a class here, and a new broker's first
+    send and the held pulls it answered built three to six of them while every message in
+    flight waited (docs/latency.md). Daemons call it once started, before their boot line and
+    the heap's freeze (common/daemon.py). The number of classes."""
+    classes: dict[type[CommandHeader], None] = {}
+    pending = [CommandHeader]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in classes:
+                classes[sub] = None
+                pending.append(sub)
+    for cls in classes:
+        if dataclasses.is_dataclass(cls):
+            cls._codec()
+    return len(classes)

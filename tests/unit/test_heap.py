@@ -85,3 +85,39 @@ def test_a_daemon_freezes_after_its_start_and_before_its_boot_line() -> None:
         print(seen)
     """)
     assert out.splitlines()[-1] == "[('start', False), ('boot', True), ('shutdown', True)]"
+
+
+def test_a_daemon_builds_every_header_codec_before_its_boot_line() -> None:
+    """Not by its first requests, on the loop (docs/latency.md): every header class the daemon
+    imported has its codec by the boot line, frozen with the start-up heap."""
+    out = _run("""
+        import asyncio, os, signal
+        import rocketmq_py.broker.startup  # every header class a broker serves
+        from rocketmq_py.common.daemon import serve_until_signalled
+        from rocketmq_py.remoting.header import CommandHeader
+        from rocketmq_py.remoting.protocol.broker import PullMessageResponseHeader
+
+        def headers(cls):
+            for sub in cls.__subclasses__():
+                yield sub
+                yield from headers(sub)
+
+        seen = []
+
+        class Controller:
+            async def start(self):
+                seen.append(("start", "_codec_cache" in PullMessageResponseHeader.__dict__))
+
+            async def shutdown(self):
+                pass
+
+        def boot():
+            built = [cls for cls in headers(CommandHeader) if "_codec_cache" in cls.__dict__]
+            seen.append(("boot", len(built) == len(set(headers(CommandHeader))) > 40))
+            asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+            return "test boot success"
+
+        asyncio.run(serve_until_signalled(Controller(), None, "", boot))
+        print(seen)
+    """)
+    assert out.splitlines()[-1] == "[('start', False), ('boot', True)]"
