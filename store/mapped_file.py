@@ -765,11 +765,13 @@ class MappedFileQueue:
     def drop_made_ahead(self) -> None:
         """The file made ahead removed, with the queue's directory, once the allocator has made
         it, without waiting for it (a topic deleted before its first message): on the loop,
-        ``_drop_preallocated`` could wait behind another file the allocator is making. The
-        allocator's single thread runs this removal before its next job, so a file made again
-        for the same path (the topic created again) is never the one removed."""
+        ``_drop_preallocated`` could wait behind another file the allocator is making. A file
+        not begun yet is never made (cancelled: a shutdown right after thousands of topics were
+        created does not wait for their files). The allocator's single thread runs the removal
+        before its next file, so a file made again for the same path (the topic created again)
+        is never the one removed."""
         fut, self._next = self._next, None
-        if fut is not None:
+        if fut is not None and not fut.cancel():
             fut.add_done_callback(_remove_made)
 
     def find_mapped_file_by_offset(self, offset: int) -> MappedFile | None:

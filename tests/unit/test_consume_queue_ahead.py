@@ -215,3 +215,33 @@ async def test_files_still_queued_hold_up_neither_a_put_nor_the_commit_log(tmp_p
         await store.shutdown()
     wait_allocator()  # the cancelled jobs never ran: the files the puts made are the queues'
     assert _size(_first_file(root, "Queued", 1)) == CQ_SIZE
+
+
+async def test_a_shutdown_does_not_wait_for_files_not_begun(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files queued behind a slow one and never taken are cancelled at shutdown, not made and
+    removed: the store stops once the file being made is done, and leaves none of them."""
+    root = str(tmp_path)
+    store = await _started(root)
+    held = threading.Event()
+    made: list[str] = []
+    allocate = mapped_file._allocate
+
+    def slow_first(path: str, *args: int) -> str:
+        made.append(path)
+        if len(made) == 1:
+            held.wait(30)
+        return allocate(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mapped_file, "_allocate", slow_first)
+    for t in range(20):
+        store.make_consume_queues_ahead(f"Many{t}", 8)
+    drop = store.consume_queue_store.drop_made_ahead
+
+    def drop_then_finish(topics: set[str] | None = None) -> None:
+        drop(topics)
+        held.set()  # the file being made finishes after the store has let the others go
+
+    monkeypatch.setattr(store.consume_queue_store, "drop_made_ahead", drop_then_finish)
+    await store.shutdown()
+    assert made == [_first_file(root, "Many0", 0)]
+    assert not _exists(root, "consumequeue", "Many0") and not _exists(root, "consumequeue", "Many19")
