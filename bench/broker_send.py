@@ -9,9 +9,14 @@ first sends a HEART_BEAT and, as the SDK does, writes msgpack headers when the b
 
     .venv/bin/python bench/broker_send.py [--seconds 3] [--rounds 3] [--backlog 200000]
 
+The batches' entries share one properties string (TAGS); send_batch_msgs_uniq sends batches whose
+entries each carry their own UNIQ_KEY as well, as the SDK's and Java's producers send them (each
+entry's properties then differ, and the index child indexes every key).
+
 Last line: one JSON object with send_1, send_64, send_batch_msgs (16 in flight),
-send_batch_msgs_1 (one in flight), pull_msgs, echo_rps_64, ratio_send_64, ratio_batch,
-ratio_batch_1, ratio_pull (each figure / echo_rps_64).
+send_batch_msgs_1 (one in flight), send_batch_msgs_uniq (16 in flight), pull_msgs, echo_rps_64,
+ratio_send_64, ratio_batch, ratio_batch_1, ratio_batch_uniq, ratio_pull (each figure /
+echo_rps_64).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from echo import echo_server, measure_streams_echo, stop_process
 
 from rocketmq_py.acl.acl_client_rpc_hook import AclClientRPCHook
 from rocketmq_py.acl.session_credentials import SessionCredentials
+from rocketmq_py.client.message_id import create_uniq_id
 from rocketmq_py.common.loop import run
 from rocketmq_py.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.remoting.client import ClientConfig
@@ -160,33 +166,39 @@ async def measure_send(addr: str, topic: str, in_flight: int, seconds: float,
 
 
 BATCH_BODY = encode_batch([BatchEntry(0, BODY, "TAGS\x01bench") for _ in range(32)])
+# Bodies whose entries each hold a UNIQ_KEY of their own, sent in turn: the keys of a body come
+# round again only after 256 batches, which the broker cannot tell from new ones.
+UNIQ_BATCH_BODIES = [encode_batch([BatchEntry(0, BODY, f"TAGS\x01bench\x02UNIQ_KEY\x01{create_uniq_id()}")
+                                   for _ in range(32)]) for _ in range(256)]
 # Batches in flight at once: the 16 sender threads of RocketMQ's BatchProducer benchmark, each
 # with one batch out (issue 27 compares the Java broker under it). One in flight measures a
 # batch's round trip instead, the client's own work on it included.
 BATCHES_IN_FLIGHT = 16
 
 
-async def send_batches(client: RemotingClient, addr: str, topic: str, count: int | None, seconds: float | None
-                       ) -> tuple[int, float]:
+async def send_batches(client: RemotingClient, addr: str, topic: str, count: int | None, seconds: float | None,
+                       bodies: list[bytes] | None = None) -> tuple[int, float]:
+    bodies = bodies or [BATCH_BODY]
     sent = 0
     t0 = time.perf_counter()
     deadline = t0 + (seconds if seconds is not None else 3600)
     while time.perf_counter() < deadline and (count is None or sent < count):
         r = await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE,
                                                               send_header(topic, (sent // 32) % QUEUES, True),
-                                                              BATCH_BODY), 10)
+                                                              bodies[(sent // 32) % len(bodies)]), 10)
         if r.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"batch failed: {r.code} {r.remark}")
         sent += 32
     return sent, time.perf_counter() - t0
 
 
-async def measure_batch(addr: str, topic: str, seconds: float, in_flight: int = BATCHES_IN_FLIGHT) -> float:
+async def measure_batch(addr: str, topic: str, seconds: float, in_flight: int = BATCHES_IN_FLIGHT,
+                        bodies: list[bytes] | None = None) -> float:
     """Messages per second sent in batches of 32 by ``in_flight`` senders on one connection."""
     client = await connect(addr)
     await create_topic(client, addr, topic)
     t0 = time.perf_counter()
-    done = await asyncio.gather(*(send_batches(client, addr, topic, None, seconds) for _ in range(in_flight)))
+    done = await asyncio.gather(*(send_batches(client, addr, topic, None, seconds, bodies) for _ in range(in_flight)))
     elapsed = time.perf_counter() - t0
     await client.close()
     return sum(sent for sent, _ in done) / elapsed
@@ -272,7 +284,7 @@ def main() -> None:
                         help="key=value passed to mqbroker as -o (repeatable)")
     ns = parser.parse_args()
     series: dict[str, list[float]] = {k: [] for k in ("send_1", "send_64", "send_batch_msgs", "send_batch_msgs_1",
-                                                      "pull_msgs", "echo_rps_64")}
+                                                      "send_batch_msgs_uniq", "pull_msgs", "echo_rps_64")}
     with tempfile.TemporaryDirectory() as home, echo_server() as echo_port, \
             running_broker(home, ns.broker_option) as (_, addr):
         for rnd in range(ns.rounds):
@@ -282,6 +294,7 @@ def main() -> None:
                 "send_64": run(measure_send(addr, f"S64-{rnd}", 64, ns.seconds)),
                 "send_batch_msgs": run(measure_batch(addr, f"B-{rnd}", ns.seconds)),
                 "send_batch_msgs_1": run(measure_batch(addr, f"B1-{rnd}", ns.seconds, 1)),
+                "send_batch_msgs_uniq": run(measure_batch(addr, f"BU-{rnd}", ns.seconds, bodies=UNIQ_BATCH_BODIES)),
                 "pull_msgs": run(measure_pull(addr, f"P-{rnd}", ns.backlog)),
             }
             for key, value in figures.items():
@@ -289,7 +302,8 @@ def main() -> None:
             print(f"round {rnd + 1}: " + "  ".join(f"{k}={v:,.0f}" for k, v in figures.items()), flush=True)
     result: dict[str, float] = {k: round(statistics.median(v)) for k, v in series.items()}
     for key, name in (("ratio_send_64", "send_64"), ("ratio_batch", "send_batch_msgs"),
-                      ("ratio_batch_1", "send_batch_msgs_1"), ("ratio_pull", "pull_msgs")):
+                      ("ratio_batch_1", "send_batch_msgs_1"), ("ratio_batch_uniq", "send_batch_msgs_uniq"),
+                      ("ratio_pull", "pull_msgs")):
         result[key] = round(statistics.median(a / b for a, b in zip(series[name], series["echo_rps_64"],
                                                                      strict=True)), 3)
     print(f"medians of {ns.rounds} rounds, 1 KiB messages, broker in its own process:")
