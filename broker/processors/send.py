@@ -391,7 +391,8 @@ class SendMessageProcessor(RequestProcessor):
         and CLUSTER (Java's batch encoder appends the batch's properties the same way), all as
         bytes: only the names the broker needs are looked up, nothing is decoded or parsed
         into a dict and back (a batch is most of a broker's per-message work). The body is
-        walked once (split_batch_merged), each distinct properties merged once. What is wrong
+        walked once (split_batch_merged), each distinct properties merged once (entries differing
+        only by their UNIQ_KEY's value, once for them all). What is wrong
         is answered in this order: the body's structure, an empty batch, the header, an entry's
         properties."""
         refused: str | None = None

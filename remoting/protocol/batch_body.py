@@ -22,12 +22,48 @@ from rocketmq_py.remoting.protocol.message import RecordError
 # body: a batch's records are built from it without a copy), properties as stored, tag hash.
 StoredEntry = tuple[int, bytes | memoryview, bytes, int]
 # What the caller makes of an entry's properties as sent: the properties as stored and the tags' hash.
+# The walk assumes one thing of it: properties holding one UNIQ_KEY of a plain ASCII value, merged
+# into themselves followed by a suffix, get the same suffix and hash whatever that value (``_merged``).
 Merge = Callable[[bytes], tuple[bytes, int]]
 
 _ENTRY_HEAD = struct.Struct(">iiiii")
 _I16 = struct.Struct(">h")
 # The fixed bytes of an entry: its five int32 and the properties length.
 _ENTRY_FIXED = 22
+# An entry's own message id, as its name and separator (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX).
+_UNIQ_KEY = b"UNIQ_KEY\x01"
+_NAME_END, _PAIR_END = 1, 2  # the separators, as bytes of the properties
+
+
+def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
+            keyed: dict[bytes, tuple[bytes, int]]) -> tuple[bytes, int]:
+    """``merge(props)``, or what it gives once more when the properties differ from merged ones
+    only by their UNIQ_KEY's value; ``merged`` and ``keyed`` remember for the rest of the walk.
+
+    Producers (the SDK's, Java's) give each entry of a batch its own UNIQ_KEY, so an entry's
+    properties are never another's and each would be merged anew, though merging reads only the
+    other names. Properties holding one UNIQ_KEY whose value is plain ASCII (neither empty nor
+    holding a separator) are therefore looked up without that value, in ``keyed``: what merging
+    appended to the first such properties is appended again. Anything else, or a merge that did
+    not append (``merge`` refusing, or rewriting the properties), is merged on its own, as
+    before. tests/unit/test_send_batch.py pins this to merging every entry on its own."""
+    at = props.find(_UNIQ_KEY)
+    if at >= 0 and (at == 0 or props[at - 1] == _PAIR_END) and props.isascii():
+        start = at + len(_UNIQ_KEY)
+        end = props.find(_PAIR_END, start)
+        if end < 0:
+            end = len(props)
+        if end > start and props.find(_NAME_END, start, end) < 0 and props.find(_UNIQ_KEY, start) < 0:
+            rest = props[:start] + props[end:]
+            known = keyed.get(rest)
+            if known is not None:
+                return props + known[0], known[1]
+            stored = merge(props)
+            if stored[0].startswith(props):
+                keyed[rest] = stored[0][len(props):], stored[1]
+            return stored
+    stored = merged[props] = merge(props)
+    return stored
 
 
 def split_batch(body: bytes) -> list[tuple[int, bytes | memoryview, bytes]]:
@@ -45,12 +81,14 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
     checked (RecordError), with the first RecordError ``merge`` raised, if any.
 
     ``merge`` is called once per distinct properties (entries mostly repeat a few: the same
-    tags) and its error is returned, not raised, so the caller can answer a malformed structure
+    tags), or once per properties that differ only by their UNIQ_KEY's value (``_merged``), and
+    its error is returned, not raised, so the caller can answer a malformed structure
     anywhere in the body before it; the entry it refused keeps its properties as sent. One walk
     builds the store's entries: a list of split entries merged by a second pass cost a third as
     much again as the split."""
     entries: list[StoredEntry] = []
     merged: dict[bytes, tuple[bytes, int]] = {}
+    keyed: dict[bytes, tuple[bytes, int]] = {}
     refused: RecordError | None = None
     unpack_head, unpack_len = _ENTRY_HEAD.unpack_from, _I16.unpack_from
     view = memoryview(body)
@@ -70,11 +108,10 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
         stored = merged.get(props)
         if stored is None:
             try:
-                stored = merge(props)
+                stored = _merged(props, merge, merged, keyed)
             except RecordError as exc:
                 refused = refused or exc
-                stored = props, 0
-            merged[props] = stored
+                stored = merged[props] = props, 0
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused
@@ -90,6 +127,7 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
     """``walk_by_struct`` with the integers read a byte at a time (the compiled build's)."""
     entries: list[StoredEntry] = []
     merged: dict[bytes, tuple[bytes, int]] = {}
+    keyed: dict[bytes, tuple[bytes, int]] = {}
     refused: RecordError | None = None
     view = memoryview(body)
     pos, end = 0, len(body)
@@ -112,11 +150,10 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
         stored = merged.get(props)
         if stored is None:
             try:
-                stored = merge(props)
+                stored = _merged(props, merge, merged, keyed)
             except RecordError as exc:
                 refused = refused or exc
-                stored = props, 0
-            merged[props] = stored
+                stored = merged[props] = props, 0
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused

@@ -5,16 +5,20 @@ whatever properties the other entries of the batch repeat (each distinct one is 
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from rocketmq_py.broker.processors import send
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
+from rocketmq_py.remoting.protocol.batch_body import Merge, split_batch, walk_by_bytes, walk_by_struct
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
     BatchEntry,
+    RecordError,
     decode_offset_msg_id,
     decode_record,
     encode_batch,
@@ -123,3 +127,72 @@ async def test_a_refused_batch_is_answered_structure_first_then_header_then_entr
             assert remark == "batch messages cannot be delayed or transactional", remark
         assert store.commit_log.max_offset == before
         assert store.find_consume_queue("T", 1).max_offset_in_queue == 0
+
+
+_PAIR_RAW = st.one_of(
+    st.sampled_from([b"TAGS\x01t", b"KEYS\x01k", b"CLUSTER\x01C", b"CLUSTER\x01C1", b"A\x011", b"DELAY\x011",
+                     b"TRAN_MSG\x01true", b"UNIQ_KEY\x01u"]),
+    st.tuples(st.sampled_from([b"TAGS", b"CLUSTER", b"DELAY", b"UNIQ_KEY", b"MYUNIQ_KEY", b""]),
+              st.sampled_from([b"", b"0", b"\xc3\xa9", b"\xff"])).map(b"\x01".join))
+_PAIRS = st.lists(_PAIR_RAW, max_size=3)
+# A UNIQ_KEY's value: mostly a producer's id, sometimes what the walk's shortcut must not take.
+_UNIQ_VALUES = st.one_of(st.text("0123456789ABCDEF", min_size=1, max_size=6).map(str.encode),
+                         st.sampled_from([b"", b"x\x01y", b"\xc3\xa9", b"\xff", b"a\x02TAGS\x01z", b"DELAY\x013"]),
+                         st.binary(max_size=4))
+# What the header may hold: a producer's own UNIQ_KEY for the batch (Java's), tags, keys, a delay.
+_HEADER = st.dictionaries(st.sampled_from(["UNIQ_KEY", "UNIQ_KEY", "TAGS", "KEYS", "DELAY", "CLUSTER"]),
+                          st.sampled_from(["h", "0", "2"]), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(shapes=st.lists(st.tuples(_PAIRS, _PAIRS, st.booleans()), min_size=1, max_size=2),
+       picks=st.lists(st.tuples(st.integers(0, 1), _UNIQ_VALUES), min_size=1, max_size=10), header=_HEADER)
+# The entry's CLUSTER rewritten, its UNIQ_KEY then elsewhere; an empty UNIQ_KEY, filled from the header.
+@example(shapes=[([b"CLUSTER\x01C"], [], False)], picks=[(0, b"AB"), (0, b"CD")], header={})
+@example(shapes=[([b"TAGS\x01t"], [], False)], picks=[(0, b""), (0, b"CD")], header={"UNIQ_KEY": "h"})
+async def test_entries_differing_only_by_their_uniq_key_are_stored_as_if_each_were_merged_alone(
+        tmp_path_factory: Any, shapes: list[tuple[list[bytes], list[bytes], bool]], picks: list[tuple[int, bytes]],
+        header: dict[str, str]) -> None:
+    """The walk merges properties that differ from merged ones only by their UNIQ_KEY's value
+    by appending what it appended to those (batch_body._merged): every batch's walk, in both
+    spellings, gives what merging each entry on its own gives, refusal included."""
+    entries = []
+    for i, (shape, value) in enumerate(picks):
+        before, after, trailing = shapes[shape % len(shapes)]
+        raw = b"\x02".join([*before, b"UNIQ_KEY\x01" + value, *after]) + (b"\x02" if trailing else b"")
+        entries.append(_raw_entry(i, raw))
+    body = b"".join(entries)
+    checked = []
+
+    def walk_checked(walked: bytes, merge: Merge) -> object:
+        alone = []
+        refused = None
+        for _, _, props in split_batch(walked):
+            try:
+                alone.append(merge(props))
+            except RecordError as exc:
+                refused = refused or str(exc)
+                alone.append((props, 0))
+        for walk in (walk_by_struct, walk_by_bytes):
+            stored, bad = walk(walked, merge)
+            assert ([(props, code) for _, _, props, code in stored], None if bad is None else str(bad)) \
+                == (alone, refused)
+        checked.append(len(alone))
+        return walk_by_struct(walked, merge)
+
+    v1 = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102", defaultTopicQueueNums=4,
+                                  queueId=0, sysFlag=0, bornTimestamp=1700000000123, flag=0,
+                                  properties=properties_to_string(header), batch=True)
+    request = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, SendMessageRequestHeaderV2.from_v1(v1), body)
+    async with send_processor(tmp_path_factory.mktemp("store")) as processor:
+        with mock.patch.object(send, "split_batch_merged", walk_checked):
+            response = processor.process_request(unconnected(), request)
+        assert isinstance(response, RemotingCommand)
+        assert checked == [len(picks)]
+
+
+def _raw_entry(flag: int, props: bytes) -> bytes:
+    """A batch entry of raw properties (any bytes, as a hostile producer may send)."""
+    body = b"body"
+    return (22 + len(body) + len(props)).to_bytes(4, "big") + bytes(8) + flag.to_bytes(4, "big") + \
+        len(body).to_bytes(4, "big") + body + len(props).to_bytes(2, "big") + props
