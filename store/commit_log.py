@@ -315,11 +315,12 @@ class CommitLog:
         """The records of ``batch`` starting at physical ``offset``: their parts, ConsumeQueue
         units and total size, or the result refusing an entry too large.
 
-        A record's bytes after its body (topic, properties length, properties) are joined once per
-        distinct properties of the batch: entries mostly repeat a few, and their records then are
-        three parts each (head, body, that tail) rather than five. Each distinct properties are
-        also searched once for the part of the names the index reads: when none holds it, the
-        index child need not read the batch."""
+        A record is four parts: its head, its body, the topic with the properties' length (made
+        once per length: producers give every entry its own UNIQ_KEY, so entries' properties
+        differ but mostly not in length) and the properties. An entry whose properties are the
+        previous entry's (the same object, as the walk hands repeated ones) reuses their checks
+        and lengths. Properties are searched for the part of the names the index reads until one
+        holds it: when none does, the index child need not read the batch."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
         host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
         head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
@@ -337,23 +338,33 @@ class CommitLog:
         base = offset
         parts: list[bytes | memoryview] = []
         units = []
-        tails: dict[bytes, bytes] = {}
+        topic_lens: dict[int, bytes] = {}
         keyed = False
+        # An entry's properties, after the topic and their length; recomputed only when they are
+        # not the previous entry's (the walk hands repeated properties as one object).
+        last: bytes | None = None
+        topic_len, tail_len = b"", 0
         for flag, body, props, tags_code in batch.entries:
             body_len = len(body)
             if body_len > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-            tail = tails.get(props)
-            if tail is None:
-                if len(props) > MAX_PROPERTIES_LENGTH:
-                    return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-                tail = tails[props] = b"".join((topic, pack_len(len(props)), props))
+            if props is not last:
+                last = props
+                props_len = len(props)
+                cached = topic_lens.get(props_len)
+                if cached is None:
+                    if props_len > MAX_PROPERTIES_LENGTH:
+                        return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+                    cached = topic_lens[props_len] = topic + pack_len(props_len)
+                topic_len = cached
                 keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
-            size = fixed + body_len + len(tail)
+                tail_len = len(topic_len) + props_len
+            size = fixed + body_len + tail_len
             parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
                               body_len))
             parts.append(body)
-            parts.append(tail)
+            parts.append(topic_len)
+            parts.append(props)
             units.append((offset, size, tags_code))
             offset += size
             queue_offset += step

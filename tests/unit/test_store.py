@@ -11,7 +11,10 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rocketmq_py.remoting.protocol.batch_body import StoredEntry
 from rocketmq_py.remoting.protocol.message import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
@@ -20,7 +23,7 @@ from rocketmq_py.remoting.protocol.message import (
     encode_record,
     tags_string_to_tags_code,
 )
-from rocketmq_py.store.commit_log import MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner, RunEntry
 from rocketmq_py.store.config import FlushDiskType
 from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, batch, index_caught_up, message, small_config
@@ -573,3 +576,40 @@ async def test_batches_written_a_page_at_a_time_read_back_at_once_and_after_a_cr
     await store.start()
     assert _bodies(store, "Paged") == [body for group in groups for body in group]
     await store.shutdown()
+
+
+# Properties as a batch's entries hold them: shared (one object), equal but separate objects, of one
+# length with different UNIQ_KEYs (the producers' usual), of other lengths, with or without a name
+# the index reads.
+_SHARED = b"TAGS\x01a"
+
+
+@settings(max_examples=60, deadline=None)
+@given(picks=st.lists(st.one_of(st.just(_SHARED), st.sampled_from([b"TAGS\x01a", b"", b"TAGS\x01bb", b"A\x011"]).map(
+    bytearray).map(bytes), st.text("0123456789ABCDEF", min_size=4, max_size=4).map(
+    lambda u: f"TAGS\x01a\x02UNIQ_KEY\x01{u}".encode()), st.just(b"TAGS\x01a\x02KEYS\x01k")), min_size=1, max_size=8))
+async def test_a_batch_stores_each_entry_s_own_properties_and_says_whether_any_holds_an_indexed_name(
+        tmp_path_factory: Any, picks: list[bytes]) -> None:
+    """The batch builder reuses the previous entry's checks and lengths when its properties are
+    the same object, and makes the topic-and-length part once per length: every record still
+    is encode_record's, with its entry's properties, and the put is keyless exactly when no
+    properties hold the index's names."""
+    store = DefaultMessageStore(small_config(str(tmp_path_factory.mktemp("store")), messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    try:
+        entries: list[StoredEntry] = [(i, f"body-{i}".encode(), props, i) for i, props in enumerate(picks)]
+        result = store.append_messages(MessageExtBatch("KB", 0, entries, born_timestamp=1700000000123,
+                                                       born_host=("10.1.2.3", 5555), store_host=STORE_HOST))
+        append = result.append_result
+        assert result.status is PutMessageStatus.PUT_OK and append is not None
+        assert append.keyless == (not any(b"KEY" in props for props in picks))
+        for offset, (flag, body, props, _) in zip(append.offsets, entries, strict=True):
+            record = store.look_message_by_offset(offset)
+            assert record is not None
+            assert encode_record(decode_record(record)) == bytes(record)
+            assert independent_decode(bytes(record))["body"] == body
+            assert bytes(record).endswith(len(props).to_bytes(2, "big") + props)
+            assert decode_record(record).flag == flag
+    finally:
+        await store.shutdown()
