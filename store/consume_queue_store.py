@@ -14,6 +14,12 @@ from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue, Qu
 from rocketmq_py.store.file_sync import flush_files
 from rocketmq_py.store.mapped_file import allocate_first_files
 
+# The most queues of a topic whose first files ``make_ahead`` makes: far more than a topic's usual
+# 4-16, and a bound on what one UPDATE_AND_CREATE_TOPIC costs the disk and a shutdown (a topic may
+# have 65,536 queues; their files, and their removal if no message comes, were made for each).
+# The files of queues past it are made by their first puts, as every file was before.
+MAKE_AHEAD_MAX_QUEUES = 64
+
 
 class ConsumeQueueStore:
     def __init__(self, root: str, file_size: int, commit_log: CommitLog,
@@ -56,18 +62,19 @@ class ConsumeQueueStore:
         return cq
 
     def make_ahead(self, topic: str, queue_nums: int) -> int:
-        """The first ConsumeQueue files of a topic's queues ``0 .. queue_nums - 1`` that have none,
-        made now by the allocator's thread (reserved, their first pages read into the page cache),
-        for its first messages to take (``MappedFileQueue.allocate_next``): made by those puts,
-        on the event loop, they cost 100-180 µs each and held every message in flight, eight
-        times over for a new topic of eight queues (docs/latency.md). Java makes them on its
+        """The first ConsumeQueue files of a topic's queues ``0 .. queue_nums - 1`` that have none
+        (the first ``MAKE_AHEAD_MAX_QUEUES`` of them), made now by the allocator's thread
+        (reserved, their first pages read into the page cache), for its first messages to take
+        (``MappedFileQueue.allocate_next``): made by those puts, on the event loop, they cost
+        100-180 µs each and held every message in flight, eight times over for a new topic of
+        eight queues (docs/latency.md). Java makes them on its
         dispatch thread at the first message. Nothing a reader sees changes until a put takes
         one: until then the queue is in no table, and a broker stopped before leaves no file
         (``drop_made_ahead``); a broker killed before leaves an empty file, which recovery
         reads as an empty queue (no valid unit). The number of files asked for."""
         table = self.commit_log.topic_queue_table
         made = []
-        for queue_id in range(queue_nums):
+        for queue_id in range(min(queue_nums, MAKE_AHEAD_MAX_QUEUES)):
             key = topic, queue_id
             if key in self.made_ahead or self.existing(topic, queue_id) is not None or table.get(key, 0):
                 continue  # (a queue on disk is in the table: ``load``)

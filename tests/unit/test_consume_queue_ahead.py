@@ -15,6 +15,7 @@ import pytest
 
 from rocketmq_py.store import mapped_file
 from rocketmq_py.store.config import BrokerRole
+from rocketmq_py.store.consume_queue_store import MAKE_AHEAD_MAX_QUEUES
 from rocketmq_py.store.mapped_file import wait_allocator
 from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus
 from tests.store_helpers import message, small_config
@@ -245,3 +246,21 @@ async def test_a_shutdown_does_not_wait_for_files_not_begun(tmp_path: str, monke
     await store.shutdown()
     assert made == [_first_file(root, "Many0", 0)]
     assert not _exists(root, "consumequeue", "Many0") and not _exists(root, "consumequeue", "Many19")
+
+
+async def test_a_topic_of_thousands_of_queues_has_only_its_first_made_ahead(tmp_path: str) -> None:
+    """One UPDATE_AND_CREATE_TOPIC may name 65,536 queues: only the first MAKE_AHEAD_MAX_QUEUES
+    get files before a message comes (a hostile request made a broker make, and at shutdown remove,
+    thousands), and a queue past them is made by its first put, as before."""
+    root = str(tmp_path)
+    store = await _started(root)
+    try:
+        assert store.make_consume_queues_ahead("Wide", 65536) == MAKE_AHEAD_MAX_QUEUES
+        wait_allocator()
+        assert len(os.listdir(os.path.join(root, "consumequeue", "Wide"))) == MAKE_AHEAD_MAX_QUEUES
+        assert store.append_message(message("Wide", b"w", queue_id=5000)).ok
+        assert _exists(_first_file(root, "Wide", 5000))
+        assert store.get_max_offset_in_queue("Wide", 5000) == 1
+    finally:
+        await store.shutdown()
+    assert sorted(os.listdir(os.path.join(root, "consumequeue", "Wide"))) == ["5000"]
