@@ -32,7 +32,8 @@ _I16 = struct.Struct(">h")
 _ENTRY_FIXED = 22
 # An entry's own message id, as its name and separator (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX).
 _UNIQ_KEY = b"UNIQ_KEY\x01"
-_NAME_END, _PAIR_END = 1, 2  # the separators, as bytes of the properties
+_NAME_SEPARATOR, _PAIR_SEPARATOR = b"\x01", b"\x02"  # NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+_PAIR_END = _PAIR_SEPARATOR[0]
 
 
 def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
@@ -47,14 +48,12 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
     appended to the first such properties is appended again. Anything else, or a merge that did
     not append (``merge`` refusing, or rewriting the properties), is merged on its own, as
     before. tests/unit/test_send_batch.py pins this to merging every entry on its own."""
-    at = props.find(_UNIQ_KEY)
-    if at >= 0 and (at == 0 or props[at - 1] == _PAIR_END) and props.isascii():
-        start = at + len(_UNIQ_KEY)
-        end = props.find(_PAIR_END, start)
-        if end < 0:
-            end = len(props)
-        if end > start and props.find(_NAME_END, start, end) < 0 and props.find(_UNIQ_KEY, start) < 0:
-            rest = props[:start] + props[end:]
+    head, name, tail = props.partition(_UNIQ_KEY)
+    if name and (not head or head[-1] == _PAIR_END) and props.isascii():
+        value, sep, after = tail.partition(_PAIR_SEPARATOR)
+        # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
+        if value and value.find(_NAME_SEPARATOR) < 0 and after.find(_UNIQ_KEY) < 0:
+            rest = head + name + sep + after if sep else head + name
             known = keyed.get(rest)
             if known is not None:
                 return props + known[0], known[1]
