@@ -64,6 +64,10 @@ class AppendMessageStatus(Enum):
     END_OF_FILE = "END_OF_FILE"
     MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    # Not Java's: properties holding a NUL byte, which recovery reads as a torn record's
+    # unwritten tail (decode_record(strict=True)): stored, they and every record after them
+    # would be cut off the log at the next start.
+    NUL_IN_PROPERTIES = "NUL_IN_PROPERTIES"
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
@@ -352,6 +356,8 @@ class CommitLog:
                 last = props
                 props_len = len(props)
                 cached = topic_lens.get(props_len)
+                if props.find(b"\0") >= 0:
+                    return AppendMessageResult(AppendMessageStatus.NUL_IN_PROPERTIES)
                 if cached is None:
                     if props_len > MAX_PROPERTIES_LENGTH:
                         return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
@@ -453,6 +459,8 @@ class CommitLog:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if len(entry[4]) > MAX_PROPERTIES_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            if entry[4].find(b"\0") >= 0:
+                return AppendMessageResult(AppendMessageStatus.NUL_IN_PROPERTIES)
             encoded.append(topic)
             total += fixed + len(topic) + len(entry[2]) + len(entry[4])
         found = self._offset_for(total)
@@ -511,6 +519,8 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         if len(props) > MAX_PROPERTIES_LENGTH:
             return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        if props.find(b"\0") >= 0:
+            return AppendMessageResult(AppendMessageStatus.NUL_IN_PROPERTIES)
         hosts = self._host_cache
         born = hosts.get(msg.born_host) or self._host(msg.born_host)
         store = hosts.get(msg.store_host) or self._host(msg.store_host)

@@ -50,6 +50,10 @@ def not_appended(result: AppendMessageResult) -> PutMessageResult:
     if result.status == AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED:
         return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, result,
                                 "properties size exceeded 32767 bytes")
+    if result.status == AppendMessageStatus.NUL_IN_PROPERTIES:
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, result,
+                                "properties contain a NUL byte, which the CommitLog cannot store: its recovery "
+                                "reads NUL there as the unwritten tail of a torn record")
     if result.status == AppendMessageStatus.UNKNOWN_ERROR:
         # The broker refuses such values in the request header (Java's int and long ranges);
         # this is the store's own guard for its other callers.
