@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from typing import Final
 
 from rocketmq_py.common.build import compiled
 from rocketmq_py.remoting.protocol.message import RecordError
@@ -22,7 +23,7 @@ from rocketmq_py.remoting.protocol.message import RecordError
 # body: a batch's records are built from it without a copy), properties as stored, tag hash.
 StoredEntry = tuple[int, bytes | memoryview, bytes, int]
 # What the caller makes of an entry's properties as sent: the properties as stored and the tags' hash.
-# The walk assumes one thing of it: properties holding one UNIQ_KEY of a plain ASCII value, merged
+# The walk assumes one thing of it: properties holding one UNIQ_KEY of ASCII letters and digits, merged
 # into themselves followed by a suffix, get the same suffix and hash whatever that value (``_merged``).
 Merge = Callable[[bytes], tuple[bytes, int]]
 
@@ -31,9 +32,10 @@ _I16 = struct.Struct(">h")
 # The fixed bytes of an entry: its five int32 and the properties length.
 _ENTRY_FIXED = 22
 # An entry's own message id, as its name and separator (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX).
-_UNIQ_KEY = b"UNIQ_KEY\x01"
-_NAME_SEPARATOR, _PAIR_SEPARATOR = b"\x01", b"\x02"  # NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-_PAIR_END = _PAIR_SEPARATOR[0]
+# Final: compiled, a constant rather than a dictionary lookup at each use.
+_UNIQ_KEY: Final = b"UNIQ_KEY\x01"
+_PAIR_SEPARATOR: Final = b"\x02"  # PROPERTY_SEPARATOR
+_PAIR_END: Final = 2  # the same, as a byte of the properties
 
 
 def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
@@ -43,24 +45,29 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
 
     Producers (the SDK's, Java's) give each entry of a batch its own UNIQ_KEY, so an entry's
     properties are never another's and each would be merged anew, though merging reads only the
-    other names. Properties holding one UNIQ_KEY whose value is plain ASCII (neither empty nor
-    holding a separator) are therefore looked up without that value, in ``keyed``: what merging
+    other names. Properties holding one UNIQ_KEY whose value is ASCII letters and digits (a
+    producer's id is hexadecimal) are therefore looked up without that value, in ``keyed``: what merging
     appended to the first such properties is appended again. Anything else, or a merge that did
     not append (``merge`` refusing, or rewriting the properties), is merged on its own, as
     before. tests/unit/test_send_batch.py pins this to merging every entry on its own."""
     head, name, tail = props.partition(_UNIQ_KEY)
-    if name and (not head or head[-1] == _PAIR_END) and props.isascii():
-        value, sep, after = tail.partition(_PAIR_SEPARATOR)
-        # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
-        if value and value.find(_NAME_SEPARATOR) < 0 and after.find(_UNIQ_KEY) < 0:
-            rest = head + name + sep + after if sep else head + name
-            known = keyed.get(rest)
-            if known is not None:
-                return props + known[0], known[1]
-            stored = merge(props)
-            if stored[0].startswith(props):
-                keyed[rest] = stored[0][len(props):], stored[1]
-            return stored
+    rest = None  # the properties without the UNIQ_KEY's value, when they may be looked up so
+    if name and (not head or head[-1] == _PAIR_END):
+        if tail.isalnum():  # the last property, as the SDK sends it
+            rest = head + name
+        else:
+            # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
+            value, sep, after = tail.partition(_PAIR_SEPARATOR)
+            if value.isalnum() and after.find(_UNIQ_KEY) < 0:
+                rest = head + name + sep + after
+    if rest is not None:
+        known = keyed.get(rest)
+        if known is not None:
+            return props + known[0], known[1]
+        stored = merge(props)
+        if stored[0].startswith(props):
+            keyed[rest] = stored[0][len(props):], stored[1]
+        return stored
     stored = merged[props] = merge(props)
     return stored
 
