@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rocketmq_py.store import mapped_file
+from rocketmq_py.store import consume_queue_store, mapped_file
 from rocketmq_py.store.config import BrokerRole
 from rocketmq_py.store.consume_queue_store import MAKE_AHEAD_MAX_QUEUES
 from rocketmq_py.store.mapped_file import wait_allocator
@@ -264,3 +264,21 @@ async def test_a_topic_of_thousands_of_queues_has_only_its_first_made_ahead(tmp_
     finally:
         await store.shutdown()
     assert sorted(os.listdir(os.path.join(root, "consumequeue", "Wide"))) == ["5000"]
+
+
+async def test_files_waiting_for_their_puts_are_bounded(tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of topics created at once get files ahead only while fewer than
+    MAKE_AHEAD_MAX_FILES wait for their first puts; the rest are made by those puts, as before."""
+    monkeypatch.setattr(consume_queue_store, "MAKE_AHEAD_MAX_FILES", 10)
+    root = str(tmp_path)
+    store = await _started(root)
+    try:
+        assert store.make_consume_queues_ahead("First", 8) == 8
+        assert store.make_consume_queues_ahead("Second", 8) == 2
+        assert store.make_consume_queues_ahead("Third", 8) == 0
+        assert store.append_message(message("First", b"f", queue_id=0)).ok  # one taken: room for one
+        assert store.make_consume_queues_ahead("Third", 8) == 1
+        assert store.append_message(message("Second", b"s", queue_id=7)).ok  # made by its put
+        assert store.get_max_offset_in_queue("Second", 7) == 1
+    finally:
+        await store.shutdown()
