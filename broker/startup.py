@@ -21,6 +21,7 @@ from rocketmq_py.common.daemon import parse_overrides, serve_until_signalled
 from rocketmq_py.common.logsetup import default_log_dir, log_config, setup_logging
 from rocketmq_py.common.loop import run
 from rocketmq_py.common.properties import ConfigError, apply_properties, format_properties, read_properties_file
+from rocketmq_py.remoting.header import prepare_header_codecs
 from rocketmq_py.remoting.server_config import NettyServerConfig
 from rocketmq_py.store.config import BrokerRole, MessageStoreConfig
 from rocketmq_py.store.message_store import StoreLockedError
@@ -97,7 +98,8 @@ def main(
         controller = BrokerController(broker_config, server_config, store_config)
         metrics = (BrokerMetrics(controller, broker_config.metricsPort, server_config.bindAddress)
                    if broker_config.metricsPort >= 0 else None)
-        run(serve_until_signalled(controller, metrics, METRICS_HINT, lambda: boot_message(controller)))
+        run(serve_until_signalled(controller, metrics, METRICS_HINT, lambda: boot_message(controller),
+                                  prepare_header_codecs))
 
 
 def cli() -> None:

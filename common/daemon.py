@@ -16,7 +16,6 @@ from typing import Protocol
 from rocketmq_py.common.heap import freeze_startup_heap
 from rocketmq_py.common.metrics import DaemonMetrics
 from rocketmq_py.common.properties import ConfigError
-from rocketmq_py.remoting.header import prepare_header_codecs
 
 log = logging.getLogger("rocketmq")
 
@@ -106,10 +105,12 @@ def wait_for_stop_signal() -> asyncio.Event:
 
 
 async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics | None, metrics_hint: str,
-                                boot_message: Callable[[], str]) -> None:
+                                boot_message: Callable[[], str], prepare: Callable[[], object] | None = None) -> None:
     """Start the controller, then its exporter (``metrics_hint`` names the option that moves a
-    port in use), print the boot line (tests and scripts wait for it on stdout), serve until
-    SIGINT/SIGTERM, then close the exporter and shut the controller down cleanly."""
+    port in use), run ``prepare`` (what the daemon would rather build now than in its first
+    requests, on the loop: the remoting layer's header codecs), print the boot line (tests and
+    scripts wait for it on stdout), serve until SIGINT/SIGTERM, then close the exporter and shut
+    the controller down cleanly."""
     raise_open_file_limit()
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
@@ -117,7 +118,8 @@ async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics |
     await controller.start()
     if metrics is not None:
         await metrics.start(metrics_hint)
-    prepare_header_codecs()  # not built by the first requests, on the loop
+    if prepare is not None:
+        prepare()  # before the freeze: what it builds lives as long as the daemon
     freeze_startup_heap()  # what start built lives as long as the daemon: no full collection walks it again
     message = boot_message()
     log.info(message)

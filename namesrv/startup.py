@@ -20,6 +20,7 @@ from rocketmq_py.common.properties import ConfigError, apply_properties, format_
 from rocketmq_py.namesrv.config import NamesrvConfig
 from rocketmq_py.namesrv.controller import NamesrvController
 from rocketmq_py.namesrv.metrics import NamesrvMetrics
+from rocketmq_py.remoting.header import prepare_header_codecs
 from rocketmq_py.remoting.server_config import NettyServerConfig
 
 log = logging.getLogger("rocketmq.namesrv")
@@ -78,7 +79,7 @@ def main(
         metrics = (NamesrvMetrics(controller, namesrv_config.metricsPort, server_config.bindAddress)
                    if namesrv_config.metricsPort >= 0 else None)
         run(serve_until_signalled(controller, metrics, METRICS_HINT, lambda: (
-            f"The Name Server boot success. serializeType=JSON, address {controller.address}")))
+            f"The Name Server boot success. serializeType=JSON, address {controller.address}"), prepare_header_codecs))
 
 
 def cli() -> None:

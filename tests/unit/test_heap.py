@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def _run(code: str) -> str:
@@ -89,12 +90,13 @@ def test_a_daemon_freezes_after_its_start_and_before_its_boot_line() -> None:
 
 def test_a_daemon_builds_every_header_codec_before_its_boot_line() -> None:
     """Not by its first requests, on the loop (docs/latency.md): every header class the daemon
-    imported has its codec by the boot line, frozen with the start-up heap."""
+    imported has its codec by the boot line, frozen with the start-up heap (the broker and the
+    NameServer pass ``prepare_header_codecs`` as their start's ``prepare``)."""
     out = _run("""
         import asyncio, os, signal
         import rocketmq_py.broker.startup  # every header class a broker serves
         from rocketmq_py.common.daemon import serve_until_signalled
-        from rocketmq_py.remoting.header import CommandHeader
+        from rocketmq_py.remoting.header import CommandHeader, prepare_header_codecs
         from rocketmq_py.remoting.protocol.broker import PullMessageResponseHeader
 
         def headers(cls):
@@ -117,7 +119,10 @@ def test_a_daemon_builds_every_header_codec_before_its_boot_line() -> None:
             asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
             return "test boot success"
 
-        asyncio.run(serve_until_signalled(Controller(), None, "", boot))
+        asyncio.run(serve_until_signalled(Controller(), None, "", boot, prepare_header_codecs))
         print(seen)
     """)
     assert out.splitlines()[-1] == "[('start', False), ('boot', True)]"
+    for startup in ("broker", "namesrv"):  # what the daemons pass
+        source = (Path(__file__).parents[2] / startup / "startup.py").read_text()
+        assert "serve_until_signalled(" in source and "prepare_header_codecs))" in source, startup
