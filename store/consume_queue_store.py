@@ -70,15 +70,15 @@ class ConsumeQueueStore:
     def make_ahead(self, topic: str, queue_nums: int) -> int:
         """The first ConsumeQueue files of a topic's queues ``0 .. queue_nums - 1`` that have none
         (the first ``MAKE_AHEAD_MAX_QUEUES`` of them, while fewer than ``MAKE_AHEAD_MAX_FILES``
-        wait for their puts), made now by the allocator's thread
-        (reserved, their first pages read into the page cache), for its first messages to take
-        (``MappedFileQueue.allocate_next``): made by those puts, on the event loop, they cost
-        100-180 µs each and held every message in flight, eight times over for a new topic of
-        eight queues (docs/latency.md). Java makes them on its
-        dispatch thread at the first message. Nothing a reader sees changes until a put takes
-        one: until then the queue is in no table, and a broker stopped before leaves no file
-        (``drop_made_ahead``); a broker killed before leaves an empty file, which recovery
-        reads as an empty queue (no valid unit). The number of files asked for."""
+        wait for their puts), made now by the ConsumeQueue allocator's thread (reserved, their
+        first pages read into the page cache), for its first messages to take
+        (``allocate_first_files``): made by those puts, on the event loop, they cost 100-180 µs
+        each and held every message in flight, eight times over for a new topic of eight queues
+        (docs/latency.md). Java makes them on its dispatch thread at the first message. Nothing a
+        reader sees changes until a put takes one: until then the queue is in no table, and a
+        broker stopped before leaves no file (``drop_made_ahead``); a broker killed before
+        leaves an empty file, which recovery reads as an empty queue (no valid unit). The number
+        of files asked for."""
         table = self.commit_log.topic_queue_table
         made = []
         for queue_id in range(min(queue_nums, MAKE_AHEAD_MAX_QUEUES)):

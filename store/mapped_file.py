@@ -575,7 +575,7 @@ class MappedFileQueue:
         # 1 GiB CommitLog file costs disk as it fills, as a sparse one did.
         self.reserve_chunk = reserve_chunk
         self.release_idle = release_idle  # MappedFile.release_idle of its files
-        # Of a file made ahead (``allocate_next``, ``allocate_first_files``): the bytes whose blocks
+        # Of a file made ahead (``preallocate_next``, ``allocate_first_files``): the bytes whose blocks
         # are reserved at once when more than ``reserve_chunk`` (what its first put would reserve),
         # and those read into the page cache (what its first writes reach).
         self.first_reserve = first_reserve
@@ -704,17 +704,13 @@ class MappedFileQueue:
                 raise
 
     def preallocate_next(self) -> None:
-        """``allocate_next`` for a queue that makes every next file ahead (the CommitLog)."""
-        if self.preallocate:
-            self.allocate_next()
-
-    def allocate_next(self) -> None:
-        """Start creating the file after the last one, in the allocator thread; in a queue that
-        has none yet, its first file (at offset 0, where ``get_last_mapped_file`` puts it), so
-        a new store's first put, or a new topic's (ConsumeQueueStore.make_ahead), does not make
-        a file inside the event loop either. ``get_last_mapped_file`` takes it."""
+        """In a queue that makes every next file ahead (the CommitLog), start creating the file
+        after the last one, in the allocator thread; in a queue that has none yet, its first file
+        (at offset 0, where ``get_last_mapped_file`` puts it), so a new store's first put does not
+        make a file inside the event loop either. ``get_last_mapped_file`` takes it. (A new
+        topic's ConsumeQueue files: ``allocate_first_files``.)"""
         last = self.last()
-        if self._next is not None:
+        if not self.preallocate or self._next is not None:
             return
         path = os.path.join(self.store_path, MappedFile.file_name(0 if last is None else
                                                                    last.file_from_offset + self.file_size))
