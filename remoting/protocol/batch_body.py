@@ -38,10 +38,19 @@ _PAIR_SEPARATOR: Final = b"\x02"  # PROPERTY_SEPARATOR
 _PAIR_END: Final = 2  # the same, as a byte of the properties
 
 
+# Properties like merged ones but for their UNIQ_KEY's value, as ``_merged`` found them: their
+# length, what precedes the value (ending with the UNIQ_KEY's name), what follows it, what merging
+# appended and the tags' hash. A walk checks each entry against the last such properties before
+# anything else, at the cost of a comparison of lengths when none were found.
+Like = tuple[int, bytes, bytes, bytes, int]
+_NOT_LIKE: Final[Like] = (-1, b"", b"", b"", 0)
+
+
 def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
-            keyed: dict[bytes, tuple[bytes, int]]) -> tuple[bytes, int]:
+            keyed: dict[bytes, tuple[bytes, int]]) -> tuple[tuple[bytes, int], Like | None]:
     """``merge(props)``, or what it gives once more when the properties differ from merged ones
     only by their UNIQ_KEY's value; ``merged`` and ``keyed`` remember for the rest of the walk.
+    With it, the properties' ``Like`` when they may be looked up without their value.
 
     Producers (the SDK's, Java's) give each entry of a batch its own UNIQ_KEY, so an entry's
     properties are never another's and each would be merged anew, though merging reads only the
@@ -52,6 +61,7 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
     before. tests/unit/test_send_batch.py pins this to merging every entry on its own."""
     head, name, tail = props.partition(_UNIQ_KEY)
     rest = None  # the properties without the UNIQ_KEY's value, when they may be looked up so
+    after = b""  # what follows the value
     if name and (not head or head[-1] == _PAIR_END):
         if tail.isalnum():  # the last property, as the SDK sends it
             rest = head + name
@@ -59,17 +69,20 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
             # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
             value, sep, after = tail.partition(_PAIR_SEPARATOR)
             if value.isalnum() and after.find(_UNIQ_KEY) < 0:
-                rest = head + name + sep + after
+                after = sep + after
+                rest = head + name + after
     if rest is not None:
         known = keyed.get(rest)
-        if known is not None:
-            return props + known[0], known[1]
-        stored = merge(props)
-        if stored[0].startswith(props):
-            keyed[rest] = stored[0][len(props):], stored[1]
-        return stored
+        if known is None:
+            stored = merge(props)
+            if not stored[0].startswith(props):
+                return stored, None
+            known = keyed[rest] = stored[0][len(props):], stored[1]
+        else:
+            stored = props + known[0], known[1]
+        return stored, (len(props), head + name, after, known[0], known[1])
     stored = merged[props] = merge(props)
-    return stored
+    return stored, None
 
 
 def split_batch(body: bytes) -> list[tuple[int, bytes | memoryview, bytes]]:
@@ -96,6 +109,8 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
     merged: dict[bytes, tuple[bytes, int]] = {}
     keyed: dict[bytes, tuple[bytes, int]] = {}
     refused: RecordError | None = None
+    like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
+    like_at = like_end = 0
     unpack_head, unpack_len = _ENTRY_HEAD.unpack_from, _I16.unpack_from
     view = memoryview(body)
     pos, end = 0, len(body)
@@ -111,13 +126,22 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
         if props_len < 0 or pos + total != q or q > end:
             raise RecordError("batch entry size does not match its lengths")
         props = body[p + 2:q]
+        if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
+                and props[like_at:like_end].isalnum():
+            entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
+            pos = q
+            continue
         stored = merged.get(props)
         if stored is None:
             try:
-                stored = _merged(props, merge, merged, keyed)
+                stored, like = _merged(props, merge, merged, keyed)
             except RecordError as exc:
                 refused = refused or exc
                 stored = merged[props] = props, 0
+            else:
+                if like is not None:
+                    like_len, like_head, like_tail, like_suffix, like_code = like
+                    like_at, like_end = len(like_head), like_len - len(like_tail)
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused
@@ -135,6 +159,8 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
     merged: dict[bytes, tuple[bytes, int]] = {}
     keyed: dict[bytes, tuple[bytes, int]] = {}
     refused: RecordError | None = None
+    like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
+    like_at = like_end = 0
     view = memoryview(body)
     pos, end = 0, len(body)
     while pos < end:
@@ -153,13 +179,22 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
         if props_len < 0 or pos + total != q or q > end:
             raise RecordError("batch entry size does not match its lengths")
         props = body[p + 2:q]
+        if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
+                and props[like_at:like_end].isalnum():
+            entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
+            pos = q
+            continue
         stored = merged.get(props)
         if stored is None:
             try:
-                stored = _merged(props, merge, merged, keyed)
+                stored, like = _merged(props, merge, merged, keyed)
             except RecordError as exc:
                 refused = refused or exc
                 stored = merged[props] = props, 0
+            else:
+                if like is not None:
+                    like_len, like_head, like_tail, like_suffix, like_code = like
+                    like_at, like_end = len(like_head), like_len - len(like_tail)
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused

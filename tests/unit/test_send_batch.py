@@ -150,6 +150,9 @@ _HEADER = st.dictionaries(st.sampled_from(["UNIQ_KEY", "UNIQ_KEY", "TAGS", "KEYS
 # The entry's CLUSTER rewritten, its UNIQ_KEY then elsewhere; an empty UNIQ_KEY, filled from the header.
 @example(shapes=[([b"CLUSTER\x01C"], [], False)], picks=[(0, b"AB"), (0, b"CD")], header={})
 @example(shapes=[([b"TAGS\x01t"], [], False)], picks=[(0, b""), (0, b"CD")], header={"UNIQ_KEY": "h"})
+# Properties of one length, like the previous but for what precedes the UNIQ_KEY or what follows it.
+@example(shapes=[([b"TAGS\x01t"], [], False), ([b"TAGS\x010"], [], False)], picks=[(0, b"AB"), (1, b"CD")], header={})
+@example(shapes=[([], [b"TAGS\x01t"], False), ([], [b"TAGS\x010"], False)], picks=[(0, b"AB"), (1, b"CD")], header={})
 async def test_entries_differing_only_by_their_uniq_key_are_stored_as_if_each_were_merged_alone(
         tmp_path_factory: Any, shapes: list[tuple[list[bytes], list[bytes], bool]], picks: list[tuple[int, bytes]],
         header: dict[str, str]) -> None:
