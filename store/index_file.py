@@ -40,6 +40,7 @@ _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
 # Entry blocks reserved ahead of the writer at a time: a 400 MB file costs disk as it fills.
 _RESERVE_CHUNK = 4 * 1024 * 1024
 _KEYS = raw_property_prefix(MessageConst.KEYS)
+_KEYS_NAME = _KEYS[1:]  # the name and its separator, wherever they stand
 _UNIQ_KEY = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 # A part of both names the index reads (KEYS, UNIQ_KEY): raw properties without it have nothing
 # to index, which one search tells (most of a batch's entries carry only tags).
@@ -78,8 +79,11 @@ def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
 
 
 def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
-    """The hashes a record's raw properties index: each of its KEYS, then its UNIQ_KEY."""
-    keys = find_raw_property(props, _KEYS)
+    """The hashes a record's raw properties index: each of its KEYS, then its UNIQ_KEY. KEYS is
+    looked for only when its name occurs: most records (a producer's batches, the SDK's sends
+    without keys) hold a UNIQ_KEY alone, and each search is a call of find_raw_property."""
+    # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
+    keys = find_raw_property(props, _KEYS) if props.find(_KEYS_NAME) >= 0 else b""
     each = keys.split(_KEY_SEPARATOR) if keys else []
     uniq = find_raw_property(props, _UNIQ_KEY)
     if uniq:
