@@ -35,6 +35,8 @@ MYPYC_MODULES = [
     "rocketmq_py.remoting.protocol.batch_body",
     "rocketmq_py.remoting.serializer",
     "rocketmq_py.store.commit_log",
+    "rocketmq_py.store.get_message",
+    "rocketmq_py.store.message_result",
     "rocketmq_py.store.message_store",
 ]
 # What mypyc's type check needs, as `make typecheck` has it: mypy as the dev extra pins it (mypyc

@@ -54,15 +54,20 @@ def _read_queue(store: DefaultMessageStore, cq: ConsumeQueue, offset: int, max_m
         result.next_begin_offset = (offset // file_size + 1) * file_size
         return
     max_count = min(max_msg_nums, cfg.maxTransferCountOnMessageInMemory)
-    min_phy = store.commit_log.min_offset
+    # Read once, not per unit: the config is a pydantic model (each read goes through its
+    # __getattr__ hook) and, in the mypyc build, the store a compiled object whose attributes the
+    # interpreter reads by the generic lookup.
+    max_bytes = cfg.maxTransferBytesOnMessageInMemory
+    commit_log = store.commit_log
+    min_phy = commit_log.min_offset
+    buffers = result.buffers
     total = 0
     scanned = 0
     last_phy = -1
     removing = False
     read_ahead = True
     for phy, size, tags_code in units:
-        if len(result.buffers) >= max_count or (
-                result.buffers and total + size > cfg.maxTransferBytesOnMessageInMemory):
+        if len(buffers) >= max_count or (buffers and total + size > max_bytes):
             break
         scanned += 1
         if size == 0x7FFFFFFF:
@@ -73,21 +78,21 @@ def _read_queue(store: DefaultMessageStore, cq: ConsumeQueue, offset: int, max_m
         if not message_filter.is_matched_by_consume_queue(tags_code):
             continue
         if read_ahead:  # from the pull's first record on: the records it reads and those after
-            store.commit_log.read_ahead(phy)
+            commit_log.read_ahead(phy)
             read_ahead = False
-        data = store.commit_log.get_data(phy, size)
+        data = commit_log.get_data(phy, size)
         if data is None:
             removing = True
             continue
-        result.buffers.append(data)
+        buffers.append(data)
         total += size
         last_phy = phy
     result.next_begin_offset = offset + scanned
     if last_phy >= 0:
         # Java's rule: what lies further behind the log's end than accessMessageInMemoryMaxRatio
         # of RAM is read from disk, and a master may point such a consumer at its slave.
-        result.suggest_pulling_from_slave = store.commit_log.max_offset - last_phy > store.memory_for_messages
-    if result.buffers:
+        result.suggest_pulling_from_slave = commit_log.max_offset - last_phy > store.memory_for_messages
+    if buffers:
         result.status = GetMessageStatus.FOUND
     else:
         result.status = GetMessageStatus.MESSAGE_WAS_REMOVING if removing else GetMessageStatus.NO_MATCHED_MESSAGE
