@@ -61,34 +61,34 @@ def topic_key_hash(topic: str, key: str) -> int:
     return _abs_hash(java_string_hash(f"{topic}#{key}"))
 
 
+def raw_key_hash(data: bytes) -> int:
+    """``key_hash`` of a topic-qualified key given as UTF-8 bytes, as records hold it. The ASCII
+    case (nearly every key) is hashed without decoding: this is the index builder's largest cost."""
+    if data.isascii():
+        h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
+        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
+    return key_hash(data.decode(errors="replace"))
+
+
 def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
-    """``topic_key_hash`` of each non-empty key, given as UTF-8 bytes as records hold them, with
-    ``prefix`` the topic's UTF-8 bytes and ``#``. The ASCII case (nearly every key) is hashed
-    inline, without decoding: this is the index builder's largest cost."""
-    out = []
-    for key in keys:
-        if not key:
-            continue
-        data = prefix + key
-        if data.isascii():
-            h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
-            out.append(h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h))
-        else:
-            out.append(key_hash(data.decode(errors="replace")))
-    return out
+    """``topic_key_hash`` of each non-empty key, given as UTF-8 bytes, with ``prefix`` the
+    topic's UTF-8 bytes and ``#``."""
+    return [raw_key_hash(prefix + key) for key in keys if key]
 
 
 def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
     """The hashes a record's raw properties index: each of its KEYS, then its UNIQ_KEY. KEYS is
     looked for only when its name occurs: most records (a producer's batches, the SDK's sends
-    without keys) hold a UNIQ_KEY alone, and each search is a call of find_raw_property."""
-    # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
-    keys = find_raw_property(props, _KEYS) if props.find(_KEYS_NAME) >= 0 else b""
-    each = keys.split(_KEY_SEPARATOR) if keys else []
+    without keys) hold a UNIQ_KEY alone, hashed without a list of keys to walk."""
     uniq = find_raw_property(props, _UNIQ_KEY)
+    # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
+    if props.find(_KEYS_NAME) < 0:
+        return [raw_key_hash(prefix + uniq)] if uniq else []
+    keys = find_raw_property(props, _KEYS)
+    each = keys.split(_KEY_SEPARATOR) if keys else []
     if uniq:
         each.append(uniq)
-    return key_hashes(prefix, each) if each else []
+    return key_hashes(prefix, each)
 
 
 class IndexFile:
