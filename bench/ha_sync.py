@@ -52,10 +52,11 @@ async def wait_for_slave(addr: str, timeout: float = 30.0) -> None:
         await client.close()
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user and system) a live process has spent, from /proc; NaN off Linux."""
+def process_cpu(pid: int, tid: int | None = None) -> float:
+    """CPU seconds (user and system) a live process has spent, or with ``tid`` one of its
+    threads (``pid`` itself is its main thread: a daemon's event loop), from /proc; NaN off Linux."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return math.nan

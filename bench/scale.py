@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from broker_send import BODY, QUEUES, connect, create_topic, drain, running_broker, send_header
 from echo import echo_server, measure_streams_echo
+from ha_sync import process_cpu
 
 from rocketmq_py.common.daemon import raise_open_file_limit
 from rocketmq_py.common.loop import run
@@ -116,7 +117,9 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
     ones: list[float] = []
     manys: list[float] = []
     out: dict[str, float] = {}
-    with running_broker(home) as (_, addr):
+    cpu: dict[int, list[float]] = {1: [], sizes.topics: []}
+    loop_cpu: dict[int, list[float]] = {1: [], sizes.topics: []}
+    with running_broker(home) as (proc, addr):
         async def setup() -> tuple[float, float]:
             client = await connect(addr)
             try:
@@ -131,14 +134,25 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
 
         out["topics_create_s"], out["topics_first_pass"] = run(setup())
 
+        async def measured(client: RemotingClient, topics: list[str], rates: list[float]) -> None:
+            # The broker's CPU per message beside the rate: its whole process (the flush services
+            # and the page warmer with the loop) and its event loop alone.
+            cpu0, loop0, t0 = process_cpu(proc.pid), process_cpu(proc.pid, proc.pid), time.perf_counter()
+            rates.append(await send_spread(client, addr, topics, 64, BODY, sizes.seconds))
+            sent = rates[-1] * (time.perf_counter() - t0)
+            cpu[len(topics)].append((process_cpu(proc.pid) - cpu0) / sent * 1e6)
+            loop_cpu[len(topics)].append((process_cpu(proc.pid, proc.pid) - loop0) / sent * 1e6)
+
         async def rounds() -> None:
             client = await connect(addr)
             try:
                 for rnd in range(sizes.rounds):
-                    ones.append(await send_spread(client, addr, one, 64, BODY, sizes.seconds))
-                    manys.append(await send_spread(client, addr, many, 64, BODY, sizes.seconds))
+                    await measured(client, one, ones)
+                    await measured(client, many, manys)
                     print(f"  topics round {rnd + 1}: 1 topic {ones[-1]:,.0f}/s, {len(many):,} topics "
-                          f"{manys[-1]:,.0f}/s", flush=True)
+                          f"{manys[-1]:,.0f}/s; the broker's CPU per message {cpu[1][-1]:.1f} and "
+                          f"{cpu[len(many)][-1]:.1f} µs, its loop's {loop_cpu[1][-1]:.1f} and "
+                          f"{loop_cpu[len(many)][-1]:.1f}", flush=True)
             finally:
                 await client.close()
 
@@ -149,6 +163,9 @@ def measure_topics(sizes: Sizes, home: str) -> dict[str, float]:
     out["send_64_1_topic"] = round(statistics.median(ones))
     out[f"send_64_{sizes.topics}_topics"] = round(statistics.median(manys))
     out["topics_10k"] = round(statistics.median(m / o for m, o in zip(manys, ones, strict=True)), 3)
+    for n, name in ((1, "1_topic"), (sizes.topics, f"{sizes.topics}_topics")):
+        out[f"broker_cpu_us_{name}"] = round(statistics.median(cpu[n]), 1)
+        out[f"loop_cpu_us_{name}"] = round(statistics.median(loop_cpu[n]), 1)
     return out
 
 
