@@ -450,6 +450,44 @@ async def test_sync_flush_group_commit(tmp_path: str) -> None:
         await s.shutdown()
 
 
+async def test_sync_flush_writers_released_together_share_the_next_fsync(
+        tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """64 writers putting one after another under SYNC_FLUSH: the puts a flush releases append again
+    in the next turn of the loop and share one fsync, asked for at the end of that turn
+    (GroupCommitService.start_flush), where a flush started at the first of them split the
+    writers into two groups and took two fsyncs a round; and no put returns before an fsync that
+    covers its record has ended."""
+    s = DefaultMessageStore(small_config(str(tmp_path), flushDiskType=FlushDiskType.SYNC_FLUSH,
+                                         mappedFileSizeCommitLog=4 * 1024 * 1024))
+    await s.load()
+    await s.start()
+    try:
+        calls = 0
+        log_queue = s.commit_log.queue
+        real = log_queue.flush
+
+        def counting(least_pages: int = 0) -> int:  # the CommitLog's flushes, not the consume queues'
+            nonlocal calls
+            calls += 1
+            return real(least_pages)
+
+        monkeypatch.setattr(log_queue, "flush", counting)
+        rounds = 20
+
+        async def writer() -> None:
+            for _ in range(rounds):
+                r = await s.put_message(message("S", os.urandom(512)))
+                assert r.status == PutMessageStatus.PUT_OK and r.append_result is not None
+                end = r.append_result.wrote_offset + r.append_result.wrote_bytes
+                assert s.commit_log.queue.flushed_where >= end, "acknowledged before its record was flushed"
+
+        await asyncio.gather(*(writer() for _ in range(64)))
+        # One fsync a round, and room for the periodic flush (FlushRealTimeService) to run too.
+        assert rounds <= calls <= rounds + 3, f"{calls} fsyncs for {rounds} rounds of 64 sync puts"
+    finally:
+        await s.shutdown()
+
+
 async def test_sync_flush_timeout(tmp_path: str) -> None:
     s = DefaultMessageStore(small_config(str(tmp_path), flushDiskType=FlushDiskType.SYNC_FLUSH, syncFlushTimeout=50))
     await s.load()
