@@ -11,6 +11,7 @@ broker re-registers with its NameServers at once: clients poll routes only every
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -74,6 +75,9 @@ class TopicConfigManager(ConfigManager):
         self.table: dict[str, TopicConfig] = {}
         self.on_change = on_change
         self.system_topics: set[str] = set()
+        # Topics a send, a send-back or a heartbeat created whose table write is still under way:
+        # a message stored in one is answered only once the write is done (``written``).
+        self.unwritten: dict[str, asyncio.Future[None]] = {}
 
         def system(name: str, queues: int, perm: int = RW) -> None:
             self.table[name] = TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
@@ -124,13 +128,39 @@ class TopicConfigManager(ConfigManager):
 
     # -- changes ----------------------------------------------------------------------------
 
-    def _changed(self, config: TopicConfig) -> None:
+    def _changed(self, config: TopicConfig) -> asyncio.Future[None] | None:
         # Written by persist_soon's one writer; an admin request waits for that write
-        # (AdminBrokerProcessor), a send that created its topic does not.
+        # (AdminBrokerProcessor), a message stored in a topic created for it too (``written``).
         self.data_version.next_version()
-        self.persist_soon()
+        write = self.persist_soon()
         if self.on_change is not None:
             self.on_change(config)
+        return write
+
+    def _created(self, config: TopicConfig) -> None:
+        """A topic created on a message's behalf, unwritten until its write is done.
+
+        Java writes the table before the send that created the topic is answered. A message
+        answered before then, and the broker killed, would be in the log under a topic the
+        restarted broker does not know: there, but hidden from every consumer."""
+        write = self._changed(config)
+        if write is None:
+            return
+        topic = config.topicName
+        self.unwritten[topic] = write
+
+        def done(_: asyncio.Future[None]) -> None:
+            if self.unwritten.get(topic) is write:
+                del self.unwritten[topic]
+        write.add_done_callback(done)
+
+    async def written(self, *topics: str) -> None:
+        """Until the tables' writes that hold ``topics`` are done (at once when none is under
+        way); a write that failed was logged by its writer, and the message is answered as
+        stored, which it is."""
+        writes = [write for topic in topics if (write := self.unwritten.get(topic)) is not None]
+        if writes:
+            await asyncio.wait(writes)
 
     def update_topic_config(self, config: TopicConfig) -> None:
         old = self.table.get(config.topicName)
@@ -173,7 +203,7 @@ class TopicConfigManager(ConfigManager):
                              topicFilterType=template.topicFilterType)
         log.info("Create new topic by default topic:[%s] config:[%s] producer:[%s]", default_topic, config, topic)
         self.table[topic] = config
-        self._changed(config)
+        self._created(config)
         return config
 
     def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
@@ -186,7 +216,7 @@ class TopicConfigManager(ConfigManager):
                              topicSysFlag=topic_sys_flag)
         log.info("create new topic %s", config)
         self.table[topic] = config
-        self._changed(config)
+        self._created(config)
         return config
 
     def update_order_topic_config(self, order_topics: dict[str, str]) -> None:

@@ -196,8 +196,21 @@ class SendMessageProcessor(RequestProcessor):
         topic_config = checked
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(max(1, topic_config.writeQueueNums))
         if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
-            return self._send_batch(conn, request, header, topic_config, queue_id)
-        return self._send_single(conn, request, header, topic_config, queue_id)
+            result = self._send_batch(conn, request, header, topic_config, queue_id)
+        else:
+            result = self._send_single(conn, request, header, topic_config, queue_id)
+        unwritten = self.broker.topic_config_manager.unwritten
+        if unwritten:
+            # Its own topic, a DLQ or a transaction's half topic may have just been created for
+            # it: answered once every topic created so far is written (they are written together).
+            return self._answer_once_written(result, list(unwritten))
+        return result
+
+    async def _answer_once_written(self, result: ProcessorResult, topics: list[str]) -> RemotingCommand | None:
+        await self.broker.topic_config_manager.written(*topics)
+        if result is None or isinstance(result, RemotingCommand):
+            return result
+        return await result
 
     def when_stored(self, responses: list[RemotingCommand], offset: int) -> list[asyncio.Future[RemotingCommand]]:
         """Stored sends' answers, each once the log is flushed (SYNC_FLUSH) and on the slave

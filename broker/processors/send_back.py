@@ -93,4 +93,5 @@ class SendMessageBackProcessor:
         broker.stats.put_messages += 1
         if dlq_key is not None:
             broker.stats.dlq_messages[dlq_key] = broker.stats.dlq_messages.get(dlq_key, 0) + 1
+        await topics.written(new_topic)  # created for it, maybe (or by a heartbeat): on disk before the answer
         return request.response()

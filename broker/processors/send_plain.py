@@ -101,7 +101,9 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
         cluster = processor.cluster_entries(cfg.brokerClusterName)
     store = broker.message_store
     max_body = store.config.maxMessageSize
-    topics = broker.topic_config_manager.table
+    topic_manager = broker.topic_config_manager
+    topics = topic_manager.table
+    unwritten = topic_manager.unwritten
     valid_topics = processor.valid_topic_names
     entries: list[RunEntry] = []
     waits: list[bool] = []
@@ -114,9 +116,9 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
         topic = ext.get(_TOPIC, "")
         if topic != last_topic:
             config = topics.get(topic)
-            # A retry topic's send may go to the DLQ.
+            # A retry topic's send may go to the DLQ; a topic still being written waits for it.
             if (config is None or topic not in valid_topics or not config.perm & _PERM_WRITE
-                    or topic.startswith(RETRY_GROUP_TOPIC_PREFIX)):
+                    or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or (unwritten and topic in unwritten)):
                 break
             last_topic = topic
             queue_limit = max(config.readQueueNums, config.writeQueueNums)
