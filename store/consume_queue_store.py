@@ -272,11 +272,20 @@ class ConsumeQueueStore:
 
     def reserve_run(self, entries: Sequence[RunEntry]) -> list[ConsumeQueue]:
         count = len(entries)  # a bound on any one queue's share of the run
+        room = count * CQ_STORE_UNIT_SIZE
+        table = self.consume_queue_table
         seen = set()
         made: list[ConsumeQueue] = []
         try:
             for entry in entries:
                 if entry[6] & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
+                    # Almost always the queue's current file has room for the whole run: that
+                    # answer (``has_room``'s) costs no call and no key.
+                    queues = table.get(entry[0])
+                    cq = queues.get(entry[1]) if queues is not None else None
+                    if cq is not None and (files := cq.queue.files) and \
+                            files[-1].wrote_position + room <= files[-1].reserved:
+                        continue
                     key = entry[0], entry[1]
                     if key not in seen:
                         seen.add(key)
