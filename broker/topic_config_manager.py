@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable
 
 from pydantic import ValidationError
@@ -80,7 +81,8 @@ class TopicConfigManager(ConfigManager):
         self.unwritten: dict[str, asyncio.Future[None]] = {}
 
         def system(name: str, queues: int, perm: int = RW) -> None:
-            self.table[name] = TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            config = TopicConfig(topicName=name, readQueueNums=queues, writeQueueNums=queues, perm=perm)
+            self.table[config.topicName] = config
             self.system_topics.add(name)
 
         system(SELF_TEST_TOPIC, 1)
@@ -108,7 +110,8 @@ class TopicConfigManager(ConfigManager):
             wrapper = TopicConfigSerializeWrapper.decode(text)
         except ValidationError as exc:
             raise ValueError(str(exc)) from None
-        self.table.update(wrapper.topicConfigTable)
+        # Keyed by the configs' interned names (TopicConfig.topicName), which the store's tables share.
+        self.table.update((sys.intern(name), config) for name, config in wrapper.topicConfigTable.items())
         self.data_version.assign(wrapper.dataVersion)
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
@@ -202,7 +205,7 @@ class TopicConfigManager(ConfigManager):
                              perm=template.perm & ~PermName.PERM_INHERIT, topicSysFlag=topic_sys_flag,
                              topicFilterType=template.topicFilterType)
         log.info("Create new topic by default topic:[%s] config:[%s] producer:[%s]", default_topic, config, topic)
-        self.table[topic] = config
+        self.table[config.topicName] = config
         self._created(config)
         return config
 
@@ -215,7 +218,7 @@ class TopicConfigManager(ConfigManager):
         config = TopicConfig(topicName=topic, readQueueNums=queue_nums, writeQueueNums=queue_nums, perm=perm,
                              topicSysFlag=topic_sys_flag)
         log.info("create new topic %s", config)
-        self.table[topic] = config
+        self.table[config.topicName] = config
         self._created(config)
         return config
 

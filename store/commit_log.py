@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import mmap
 import struct
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -256,7 +257,7 @@ class CommitLog:
                 return None
             b = bytes((len(raw),)) + raw
             if len(self._topic_cache) < 65536:
-                self._topic_cache[topic] = b
+                self._topic_cache[sys.intern(topic)] = b  # the name sends use (TopicConfig.topicName)
         return b
 
     @property
@@ -308,6 +309,8 @@ class CommitLog:
         mf.write(pos, b"".join(parts))
         mf.wrote_position = pos + total
         if queued:
+            if not first_queue_offset:  # most likely a new key: the interned name, as sends look it up
+                key = sys.intern(batch.topic), batch.queue_id
             self.topic_queue_table[key] = first_queue_offset + len(units)
         self.last_store_timestamp = store_ts
         return AppendMessageResult(AppendMessageStatus.PUT_OK, start, total, store_ts, first_queue_offset, len(units),
@@ -554,6 +557,8 @@ class CommitLog:
             mf.write_parts(pos, [fixed, body, b"".join((topic, _I16.pack(len(props)), props))])
         mf.wrote_position = pos + size
         if queued:
+            if not queue_offset:  # most likely a new key: the interned name, as sends look it up
+                key = sys.intern(topic_key), msg.queue_id
             table[key] = queue_offset + 1
         msg.store_timestamp = store_ts
         msg.queue_offset = queue_offset

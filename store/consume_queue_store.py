@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Sequence
 
 from rocketmq_py.remoting.protocol.message import QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE
@@ -55,6 +56,9 @@ class ConsumeQueueStore:
         """The queue, made (with no file yet) when it does not exist."""
         queues = self.consume_queue_table.get(topic)
         if queues is None:
+            # Keyed by the interned name, the object the plain sends store under
+            # (TopicConfig.topicName): their look-ups match it by identity.
+            topic = sys.intern(topic)
             queues = self.consume_queue_table[topic] = {}
         cq = queues.get(queue_id)
         if cq is None:

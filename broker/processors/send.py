@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,10 @@ class SendMessageProcessor(RequestProcessor):
         # Names that passed validate_topic and are not internal: a name's validity never changes,
         # and the check costs more than the rest of the send's checks together.
         self.valid_topic_names: set[str] = set()
+        # What plain sends read of a topic's config (send_plain.plain_topic), as of the topic
+        # configs' data version (counter, timestamp).
+        self.plain_topics: dict[str, tuple[str, int, int]] = {}
+        self.plain_topics_version: tuple[int, int] | None = None
         self.born_hosts: dict[str, tuple[str, int]] = {}
         # A batch's entries mostly repeat a few tags: their codes by the tags' raw bytes.
         self._raw_tags_codes: dict[bytes, int] = {}
@@ -246,7 +251,7 @@ class SendMessageProcessor(RequestProcessor):
                 return request.response(ResponseCode.NO_PERMISSION,
                                         f"Sending message to topic[{header.topic}] is forbidden.")
             if len(self.valid_topic_names) < 65536:
-                self.valid_topic_names.add(header.topic)
+                self.valid_topic_names.add(sys.intern(header.topic))  # as the store's tables key it
         topics = broker.topic_config_manager
         topic_config = topics.select_topic_config(header.topic)
         if topic_config is None:

@@ -84,6 +84,34 @@ def plain_properties(text: str, cluster: tuple[str, str, str]) -> tuple[str, boo
     return (text + after_separator if text and not text.endswith(PROPERTY_SEPARATOR) else text + alone), wait
 
 
+def plain_topic(processor: SendMessageProcessor, topic: str) -> tuple[str, int, int] | None:
+    """What plain sends read of ``topic``'s config -- its name, its queue count, the MULTI_TAGS
+    flag of its filter type -- noted in ``processor.plain_topics`` until a topic config changes
+    (its data version); None when its sends are not plain (no config, an unchecked name, not
+    writable, a retry topic, whose send may go to the DLQ, a topic whose table write is under way,
+    which the full path waits for: it leaves that only by a change, the table's next version).
+
+    Sends spread over many topics read a different config for almost every send: a config's
+    fields are attributes of a pydantic model, read through its ``__getattr__`` hook by the
+    interpreter's slow path, and its objects are out of the caches; one tuple is neither. The name
+    is the config's own, the interned string the store's tables are keyed by
+    (TopicConfig.topicName): their look-ups then match it by identity, where the request's new
+    string would be compared with each table's key."""
+    manager = processor.broker.topic_config_manager
+    config = manager.table.get(topic)
+    if config is None:
+        return None
+    name = config.topicName
+    if (name != topic or name not in processor.valid_topic_names or not config.perm & _PERM_WRITE
+            or name.startswith(RETRY_GROUP_TOPIC_PREFIX) or name in manager.unwritten):
+        return None
+    facts = name, max(config.readQueueNums, config.writeQueueNums), \
+        MULTI_TAGS_FLAG if config.topicFilterType == _MULTI_TAG else 0
+    if len(processor.plain_topics) < 65536:
+        processor.plain_topics[name] = facts
+    return facts
+
+
 def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
                       requests: list[RemotingCommand]) -> list[ProcessorResult]:
     """The leading plain sends of ``requests``, stored in one ``append_run``, with their answers.
@@ -101,13 +129,16 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
         cluster = processor.cluster_entries(cfg.brokerClusterName)
     store = broker.message_store
     max_body = store.config.maxMessageSize
-    topic_manager = broker.topic_config_manager
-    topics = topic_manager.table
-    unwritten = topic_manager.unwritten
-    valid_topics = processor.valid_topic_names
+    version = broker.topic_config_manager.data_version
+    stamp = version.counter, version.timestamp
+    plain_topics = processor.plain_topics
+    if processor.plain_topics_version != stamp:  # a topic config changed: what was read of them may not hold
+        plain_topics.clear()
+        processor.plain_topics_version = stamp
     entries: list[RunEntry] = []
     waits: list[bool] = []
     last_topic = None
+    name = ""
     queue_limit = multi_tags = 0
     for request in requests:
         ext = request.ext_fields
@@ -115,14 +146,11 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
             break
         topic = ext.get(_TOPIC, "")
         if topic != last_topic:
-            config = topics.get(topic)
-            # A retry topic's send may go to the DLQ; a topic still being written waits for it.
-            if (config is None or topic not in valid_topics or not config.perm & _PERM_WRITE
-                    or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or (unwritten and topic in unwritten)):
+            facts = plain_topics.get(topic) or plain_topic(processor, topic)
+            if facts is None:
                 break
+            name, queue_limit, multi_tags = facts
             last_topic = topic
-            queue_limit = max(config.readQueueNums, config.writeQueueNums)
-            multi_tags = MULTI_TAGS_FLAG if config.topicFilterType == _MULTI_TAG else 0
         batch = ext.get(_BATCH)
         # A max reconsume times comes only with retry topics (Java's and our SDK's producers
         # send reconsume times with every send: 0).
@@ -161,7 +189,7 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
         if (not 0 <= queue_id < queue_limit or len(body) > max_body
                 or len(raw_properties) > MAX_PROPERTIES_LENGTH):
             break
-        entries.append((topic, queue_id, body, flag, raw_properties,
+        entries.append((name, queue_id, body, flag, raw_properties,
                         tags_string_to_tags_code(find_property(properties, _TAGS)), sys_flag | multi_tags,
                         born_timestamp, reconsume_times, 0))
         waits.append(wait)

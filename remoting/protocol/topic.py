@@ -6,10 +6,11 @@ docs/store-formats.md#config-files), always with Java's field names in alphabeti
 
 from __future__ import annotations
 
+import sys
 import time
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rocketmq_py.remoting.protocol.json_body import JsonBody
 
@@ -87,6 +88,14 @@ class TopicConfig(JsonBody):
     topicName: str
     topicSysFlag: int = 0
     writeQueueNums: int = DEFAULT_WRITE_QUEUE_NUMS
+
+    @field_validator("topicName")
+    @classmethod
+    def _interned(cls, name: str) -> str:
+        """One string object per topic name, shared by the broker's and the store's tables
+        (the plain sends store under it): a look-up with it matches a key by identity, without
+        reading the key's characters, which sends spread over many topics find out of the caches."""
+        return sys.intern(name)
 
 
 class DataVersion(JsonBody):

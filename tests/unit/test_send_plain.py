@@ -5,6 +5,7 @@ properties) stores. The differential test that pins the fast path to the full pa
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +24,7 @@ from rocketmq_py.remoting.frame import FrameDecoder, encode_frame
 from rocketmq_py.remoting.header import HeaderError
 from rocketmq_py.remoting.processor import ProcessorTable
 from rocketmq_py.remoting.protocol.message import MessageExt, decode_offset_msg_id, decode_record, string_to_properties
+from rocketmq_py.remoting.protocol.topic import PermName, TopicConfig
 from rocketmq_py.store.config import FlushDiskType
 from tests.unit.send_helpers import send_processor, unconnected
 
@@ -328,3 +330,56 @@ def test_plain_sends_read_numbers_as_the_full_path_does(key: str, value: str) ->
 
     with tempfile.TemporaryDirectory() as root:
         asyncio.run(scenario(root))
+
+
+async def test_the_store_keys_a_topic_by_its_configs_interned_name(processor: SendMessageProcessor) -> None:
+    """Sends arrive with new strings for their topic; what they store is keyed, in every table a
+    put looks the topic up in, by the one object the topic config holds, so those look-ups match
+    by identity (sends spread over many topics find the keys out of the caches)."""
+    broker = processor.broker
+    broker.topic_config_manager.update_topic_config(TopicConfig(topicName="".join(["S", "T"]), readQueueNums=4,
+                                                                writeQueueNums=4))
+    name = broker.topic_config_manager.table["ST"].topicName
+    assert name is sys.intern("ST")
+    table = ProcessorTable()
+    table.register(RequestCode.SEND_MESSAGE_V2, processor)
+    conn = RemotingConnection(table)
+    transport = _Transport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    # The first send validates the name (the full path); the rest, a read of four queues, are plain.
+    conn.data_received(b"".join(encode_frame(_frame({**SDK_FIELDS, "b": "ST", "e": str(q)}, b"m%d" % q))
+                                for q in (0, 0, 1, 2, 3)))
+    conn.flush()
+    answers = FrameDecoder().feed(bytes(transport.data))
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 5
+    assert [_stored(processor, a).topic for a in answers] == ["ST"] * 5
+    store = broker.message_store
+    assert next(key for key in store.consume_queue_table if key == "ST") is name
+    assert sorted(key[1] for key in store.commit_log.topic_queue_table if key[0] == "ST") == [0, 1, 2, 3]
+    assert all(key[0] is name for key in store.commit_log.topic_queue_table if key[0] == "ST")
+    assert next(key for key in store.commit_log._topic_cache if key == "ST") is name
+    assert next(t for t in processor.valid_topic_names if t == "ST") is name
+
+
+async def test_a_changed_topic_config_holds_for_the_next_plain_send(processor: SendMessageProcessor) -> None:
+    """What plain sends read of a config is kept until a topic config changes: the change holds
+    for the very next send (fewer queues, then no write permission), the version stamp tells."""
+    conn, transport = _connection(processor)
+    manager = processor.broker.topic_config_manager
+    store = processor.broker.message_store
+
+    def sent(*queues: int) -> list[int]:
+        transport.data.clear()
+        conn.data_received(b"".join(encode_frame(_frame({**SDK_FIELDS, "e": str(q)})) for q in queues))
+        conn.flush()
+        return [a.code for a in FrameDecoder().feed(bytes(transport.data))]
+
+    assert sent(3, 2) == [ResponseCode.SUCCESS] * 2
+    before = store.get_max_offset_in_queue("T", 3)
+    manager.update_topic_config(TopicConfig(topicName="T", readQueueNums=2, writeQueueNums=2))
+    codes = sent(3, 1)
+    assert codes[0] != ResponseCode.SUCCESS and codes[1] == ResponseCode.SUCCESS
+    assert store.get_max_offset_in_queue("T", 3) == before
+    manager.update_topic_config(TopicConfig(topicName="T", readQueueNums=2, writeQueueNums=2,
+                                            perm=PermName.PERM_READ))
+    assert sent(1, 0) == [ResponseCode.NO_PERMISSION] * 2
