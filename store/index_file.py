@@ -41,10 +41,38 @@ _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
 _RESERVE_CHUNK = 4 * 1024 * 1024
 _KEYS = raw_property_prefix(MessageConst.KEYS)
 _KEYS_NAME = _KEYS[1:]  # the name and its separator, wherever they stand
-_UNIQ_KEY = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+UNIQ_KEY_PREFIX = raw_property_prefix(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 # A part of both names the index reads (KEYS, UNIQ_KEY): raw properties without it have nothing
 # to index, which one search tells (most of a batch's entries carry only tags).
 INDEXED_NAMES_PART = b"KEY"
+
+
+_LITTLE = sys.byteorder == "little"
+
+
+def _time_diff(ts: int, begin: int) -> int:
+    """An entry's seconds after its file's begin timestamp, as Java's putKey bounds them."""
+    if begin <= 0:
+        return 0
+    return min(max((ts - begin) // 1000, 0), _MAX_TIME_DIFF)
+
+
+def _entries(hashes: list[int], phys: list[int], diffs: list[int], prevs: list[int]) -> array[int]:
+    """Entries (key hash, message offset, time diff, previous entry in the slot) as the file holds
+    them, built column by column: a run's entries cost no call each. Each entry is five int32
+    words, the offset's high and low words among them."""
+    n = len(hashes)
+    words = array("i", bytes(n * INDEX_SIZE))
+    offsets = array("i", array("q", phys).tobytes())  # each offset's two words in native order
+    high, low = (offsets[1::2], offsets[0::2]) if _LITTLE else (offsets[0::2], offsets[1::2])
+    words[0::5] = array("i", hashes)
+    words[1::5] = high
+    words[2::5] = low
+    words[3::5] = array("i", diffs)
+    words[4::5] = array("i", prevs)
+    if _LITTLE:
+        words.byteswap()
+    return words
 
 
 def key_hash(key: str) -> int:
@@ -76,11 +104,48 @@ def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
     return [raw_key_hash(prefix + key) for key in keys if key]
 
 
+def _unsigned_hash(data: bytes) -> int:
+    """Java's String.hashCode of UTF-8 bytes, as an unsigned 32-bit int."""
+    if data.isascii():
+        return (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
+    return java_string_hash(data.decode(errors="replace")) & 0xFFFFFFFF
+
+
+# The last bytes of a key hashed on their own by KeyHasher, and the heads it keeps per topic.
+_TAIL = 3
+_HEADS_KEPT = 4096
+
+
+class KeyHasher:
+    """``raw_key_hash`` of one topic's keys, for the index child. A producer's message ids
+    (UNIQ_KEY: its address, process and class loader's hash, then the time since the month began
+    and a counter, in hex) share all but their last characters with the ids sent before them. Java's
+    hash of the topic, "#" and a key's head is computed once per head and kept; each key then adds
+    its last ASCII bytes to it, as the hash's polynomial in 31 allows (String.hashCode over "s" + "t"
+    is hash(s) * 31^len(t) + hash(t), modulo 2^32). Other keys are hashed whole."""
+
+    def __init__(self, topic: bytes) -> None:
+        self.prefix = topic + b"#"
+        self._heads: dict[bytes, int] = {}  # a key's head -> its hash with the prefix, times 31^_TAIL
+
+    def hash(self, key: bytes) -> int:
+        if len(key) <= _TAIL or not key.isascii():
+            return raw_key_hash(self.prefix + key)
+        head = key[:-_TAIL]
+        h = self._heads.get(head)
+        if h is None:
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            h = self._heads[head] = _unsigned_hash(self.prefix + head) * 31**_TAIL
+        h = (h + key[-3] * 961 + key[-2] * 31 + key[-1]) & 0xFFFFFFFF
+        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
+
+
 def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
     """The hashes a record's raw properties index: each of its KEYS, then its UNIQ_KEY. KEYS is
     looked for only when its name occurs: most records (a producer's batches, the SDK's sends
     without keys) hold a UNIQ_KEY alone, hashed without a list of keys to walk."""
-    uniq = find_raw_property(props, _UNIQ_KEY)
+    uniq = find_raw_property(props, UNIQ_KEY_PREFIX)
     # find, not in: a bytes object's `in` first tries its operand as an int, and fails at a cost.
     if props.find(_KEYS_NAME) < 0:
         return [raw_key_hash(prefix + uniq)] if uniq else []
@@ -178,38 +243,43 @@ class IndexFile:
         mm = self.mm
         slots = self._slot_values()
         slot_num = self.hash_slot_num
-        entries = bytearray(n * INDEX_SIZE)
-        pack_entry, pack_slot = _ENTRY.pack_into, _SLOT.pack_into
         begin = self.begin_timestamp
         new_slots = 0
-        off = 0
         stop = start + n
-        for h, phy, ts in zip(hashes[start:stop], phys[start:stop], stamps[start:stop], strict=True):
-            # As Java's putKey: timed against the file's begin timestamp as it was before this
-            # entry (for a new file's first entry, the previous file's end).
-            if begin > 0:
-                time_diff = (ts - begin) // 1000
-                if time_diff < 0:
-                    time_diff = 0
-                elif time_diff > _MAX_TIME_DIFF:
-                    time_diff = _MAX_TIME_DIFF
-            else:
-                time_diff = 0
-            if count <= 1:
-                self.begin_phy_offset = phy
-                begin = ts
-            slot = h % slot_num
-            prev = slots[slot]
-            if prev <= 0 or prev > count:
-                prev = 0
-                new_slots += 1
-            pack_entry(entries, off, h, phy, time_diff, prev)
-            off += INDEX_SIZE
-            slots[slot] = count
-            pack_slot(mm, INDEX_HEADER_SIZE + slot * HASH_SLOT_SIZE, count)
-            count += 1
+        # The entries' changing columns, the slots' values as the file holds them (big-endian:
+        # each written by a store into a view of the slot table rather than a pack_into call),
+        # and the store time last timed (a put's records share theirs).
+        diffs: list[int] = []
+        prevs: list[int] = []
+        stored = array("i", range(count, count + n))
+        if _LITTLE:
+            stored.byteswap()
+        last_ts, time_diff = -1, 0
+        with memoryview(mm) as whole, whole[INDEX_HEADER_SIZE:self.entries_pos].cast("i") as slot_view:
+            for h, phy, ts, value in zip(hashes[start:stop], phys[start:stop], stamps[start:stop], stored,
+                                         strict=True):
+                # As Java's putKey: timed against the file's begin timestamp as it was before this
+                # entry (for a new file's first entry, the previous file's end).
+                if count <= 1:
+                    time_diff = _time_diff(ts, begin)
+                    self.begin_phy_offset = phy
+                    begin = ts
+                    last_ts = -1
+                elif ts != last_ts:
+                    time_diff = _time_diff(ts, begin)
+                    last_ts = ts
+                slot = h % slot_num
+                prev = slots[slot]
+                if prev <= 0 or prev > count:
+                    prev = 0
+                    new_slots += 1
+                diffs.append(time_diff)
+                prevs.append(prev)
+                slots[slot] = count
+                slot_view[slot] = value
+                count += 1
         at = self.entries_pos + self.index_count * INDEX_SIZE
-        mm[at:at + n * INDEX_SIZE] = entries
+        mm[at:at + n * INDEX_SIZE] = _entries(hashes[start:stop], phys[start:stop], diffs, prevs)
         last = stop - 1
         self.begin_timestamp = begin
         self.hash_slot_count += new_slots
