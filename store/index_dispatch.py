@@ -54,7 +54,13 @@ from rocketmq_py.remoting.protocol.message import (
     record_field_at,
     record_head,
 )
-from rocketmq_py.store.index_file import INDEXED_NAMES_PART, IndexService, record_key_hashes
+from rocketmq_py.store.index_file import (
+    INDEXED_NAMES_PART,
+    UNIQ_KEY_PREFIX,
+    IndexService,
+    KeyHasher,
+    record_key_hashes,
+)
 from rocketmq_py.store.mapped_file import DISK_FULL_ERRNOS, reserve_blocks
 
 log = logging.getLogger("rocketmq.store")
@@ -83,6 +89,9 @@ _MIDDLE = {flags: (record_field_at("store_timestamp", flags),
 # The head's size by the host-length flags, and what the index reads of a record with IPv4 hosts
 # (nearly every one) in one unpack.
 _HEAD_SIZES = {flags: record_head(flags).size for flags in _MIDDLE}
+# Where a UNIQ_KEY's name and separators stand around the KEY found in it.
+_UNIQ_AT = UNIQ_KEY_PREFIX.index(INDEXED_NAMES_PART)
+_UNIQ_TO = len(UNIQ_KEY_PREFIX) - _UNIQ_AT
 _FIELDS_V4 = record_head(0, ("total_size", "magic_code", "sys_flag", "store_timestamp", "body_length"))
 
 
@@ -280,7 +289,7 @@ class _CommitLogReader:
         self.directory = directory
         self.file_size = file_size
         self.maps: dict[int, mmap.mmap] = {}
-        self.key_prefixes: dict[bytes, bytes] = {}  # a topic's bytes as stored -> those bytes and '#'
+        self.key_hashers: dict[bytes, KeyHasher] = {}  # by a topic's bytes as stored
 
     def get(self, file_offset: int) -> mmap.mmap:
         mm = self.maps.get(file_offset)
@@ -305,10 +314,11 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
     no key (INDEXED_NAMES_PART absent: a batch's entries often carry only tags) costs no more than
     that, its properties' slice and one search."""
     file_size = reader.file_size
-    prefixes = reader.key_prefixes
+    hashers = reader.key_hashers
     hashes: list[int] = []
     phys: list[int] = []
     stamps: list[int] = []
+    append_hash, append_phy, append_stamp = hashes.append, phys.append, stamps.append
     last_ts = 0
     end = min(end, offset + (4 << 20))
     while offset < end:
@@ -334,17 +344,30 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
             p_end = p + mm[p - 1]
             (props_len,) = _I16.unpack_from(mm, p_end)
             props = mm[p_end + 2:p_end + 2 + props_len]
-            if props.find(INDEXED_NAMES_PART) >= 0 and \
-                    sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
+            k = props.find(INDEXED_NAMES_PART)
+            if k >= 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
                 topic = mm[p:p_end]
-                prefix = prefixes.get(topic)
-                if prefix is None:
-                    prefix = prefixes[topic] = topic + b"#"
-                found = record_key_hashes(prefix, props)
-                if found:
-                    hashes += found
-                    phys += [file_offset + pos] * len(found)
-                    stamps += [store_ts] * len(found)
+                hasher = hashers.get(topic)
+                if hasher is None:
+                    hasher = hashers[topic] = KeyHasher(topic)
+                # A lone UNIQ_KEY after another property (a producer's batches, the SDK's sends
+                # without keys): its name holds the properties' only KEY, so no KEYS and no second
+                # UNIQ_KEY; its value is hashed by its hasher at once.
+                if k >= _UNIQ_AT and props.rfind(INDEXED_NAMES_PART) == k and \
+                        props[k - _UNIQ_AT:k + _UNIQ_TO] == UNIQ_KEY_PREFIX:
+                    k += _UNIQ_TO
+                    j = props.find(b"\x02", k)
+                    key = props[k:j] if j >= 0 else props[k:]
+                    if key:
+                        append_hash(hasher.hash(key))
+                        append_phy(file_offset + pos)
+                        append_stamp(store_ts)
+                else:
+                    found = record_key_hashes(hasher.prefix, props)
+                    if found:
+                        hashes += found
+                        phys += [file_offset + pos] * len(found)
+                        stamps += [store_ts] * len(found)
             last_ts = store_ts
             pos += total
         offset = file_offset + pos

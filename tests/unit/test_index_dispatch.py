@@ -238,10 +238,13 @@ class _Entries:
 
 
 _WORDS = st.text(alphabet="abKEYSUNIQ_\u00e9\u4e2d ", max_size=12)
+# A producer's message ids: a head shared with the ids before, then a counter (and some not so).
+_IDS = st.builds(str.__add__, st.sampled_from(["31FC43AD47EC26B4CE8C8119", "7F0000010A1B18B4AAC2", "\u00e9KEY"]),
+                 st.text(alphabet="0123456789ABCDEF\u00e9", max_size=8))
 _PROPERTY_NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "MYKEYS", "XUNIQ_KEY", "KEY", "WAIT"])
 _RECORDS = st.lists(st.tuples(
     st.sampled_from(["T", "TopicKEY", "\u00e9t\u00e9"]),
-    st.dictionaries(_PROPERTY_NAMES, _WORDS.filter(bool), max_size=4),
+    st.dictionaries(_PROPERTY_NAMES, _WORDS.filter(bool) | _IDS, max_size=4),
     st.one_of(st.binary(max_size=300), st.sampled_from([b"KEYS\x01k", b"\x02UNIQ_KEY\x01u"])),
     st.sampled_from([0, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_PREPARED_TYPE]),
     st.sampled_from([("10.0.0.1", 1), ("::1", 2)]), st.sampled_from([("10.0.0.2", 3), ("::2", 4)]),
