@@ -304,6 +304,9 @@ class _CommitLogReader:
                 self.maps.pop(start).close()
 
 
+_NO_TOPIC = KeyHasher(b"\x00")  # before the first record: no topic is named so (and its hash would be right)
+
+
 def index_records(reader: _CommitLogReader, index: IndexService, offset: int, end: int) -> tuple[int, int]:
     """Index the records in [offset, end), at most 4 MiB of them (so a child catching up still
     looks at its parent and its stop flag often); returns the new offset and the last store time.
@@ -319,6 +322,7 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
     phys: list[int] = []
     stamps: list[int] = []
     append_hash, append_phy, append_stamp = hashes.append, phys.append, stamps.append
+    hasher = _NO_TOPIC
     last_ts = 0
     end = min(end, offset + (4 << 20))
     while offset < end:
@@ -347,9 +351,8 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
             k = props.find(INDEXED_NAMES_PART)
             if k >= 0 and sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
                 topic = mm[p:p_end]
-                hasher = hashers.get(topic)
-                if hasher is None:
-                    hasher = hashers[topic] = KeyHasher(topic)
+                if topic != hasher.topic:  # the topic of the record before, most often
+                    hasher = hashers.get(topic) or hashers.setdefault(topic, KeyHasher(topic))
                 # A lone UNIQ_KEY after another property (a producer's batches, the SDK's sends
                 # without keys): its name holds the properties' only KEY, so no KEYS and no second
                 # UNIQ_KEY; its value is hashed by its hasher at once.

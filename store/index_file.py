@@ -59,17 +59,18 @@ def _time_diff(ts: int, begin: int) -> int:
 
 def _entries(hashes: list[int], phys: list[int], diffs: list[int], prevs: list[int]) -> array[int]:
     """Entries (key hash, message offset, time diff, previous entry in the slot) as the file holds
-    them, built column by column: a run's entries cost no call each. Each entry is five int32
-    words, the offset's high and low words among them."""
+    them, built column by column: a run's entries cost no call each. Each entry is five 32-bit
+    words, the offset's high and low words among them; every value is non-negative, and arrays
+    of unsigned words take each int directly where signed ones parse it as a call's argument."""
     n = len(hashes)
-    words = array("i", bytes(n * INDEX_SIZE))
-    offsets = array("i", array("q", phys).tobytes())  # each offset's two words in native order
+    words = array("I", bytes(n * INDEX_SIZE))
+    offsets = array("I", array("Q", phys).tobytes())  # each offset's two words in native order
     high, low = (offsets[1::2], offsets[0::2]) if _LITTLE else (offsets[0::2], offsets[1::2])
-    words[0::5] = array("i", hashes)
+    words[0::5] = array("I", hashes)
     words[1::5] = high
     words[2::5] = low
-    words[3::5] = array("i", diffs)
-    words[4::5] = array("i", prevs)
+    words[3::5] = array("I", diffs)
+    words[4::5] = array("I", prevs)
     if _LITTLE:
         words.byteswap()
     return words
@@ -125,6 +126,7 @@ class KeyHasher:
     is hash(s) * 31^len(t) + hash(t), modulo 2^32). Other keys are hashed whole."""
 
     def __init__(self, topic: bytes) -> None:
+        self.topic = topic
         self.prefix = topic + b"#"
         self._heads: dict[bytes, int] = {}  # a key's head -> its hash with the prefix, times 31^_TAIL
 
@@ -223,9 +225,11 @@ class IndexFile:
 
     def _slot_values(self) -> array[int]:
         """The slot table, mirrored in native ints while this file is written: a lookup per key
-        without unpacking. The writer is the only one changing slots, so the copy stays exact."""
+        without unpacking. The writer is the only one changing slots, so the copy stays exact.
+        Unsigned, as _entries' words: a slot a corrupt file holds negative reads as more than any
+        entry count, refused as Java refuses it."""
         if self._slots is None:
-            slots = self._slots = array("i", self.mm[INDEX_HEADER_SIZE:self.entries_pos])
+            slots = self._slots = array("I", self.mm[INDEX_HEADER_SIZE:self.entries_pos])
             if sys.byteorder == "little":
                 slots.byteswap()
         return self._slots
@@ -251,21 +255,20 @@ class IndexFile:
         # and the store time last timed (a put's records share theirs).
         diffs: list[int] = []
         prevs: list[int] = []
-        stored = array("i", range(count, count + n))
+        stored = array("I", range(count, count + n))
         if _LITTLE:
             stored.byteswap()
+        # As Java's putKey, an entry is timed against the file's begin timestamp as it was before
+        # it: a new file's first entry against the previous file's end, then the file begins at it.
+        first = count <= 1
+        if first:
+            first_diff = _time_diff(stamps[start], begin)
+            self.begin_phy_offset = phys[start]
+            begin = stamps[start]
         last_ts, time_diff = -1, 0
-        with memoryview(mm) as whole, whole[INDEX_HEADER_SIZE:self.entries_pos].cast("i") as slot_view:
-            for h, phy, ts, value in zip(hashes[start:stop], phys[start:stop], stamps[start:stop], stored,
-                                         strict=True):
-                # As Java's putKey: timed against the file's begin timestamp as it was before this
-                # entry (for a new file's first entry, the previous file's end).
-                if count <= 1:
-                    time_diff = _time_diff(ts, begin)
-                    self.begin_phy_offset = phy
-                    begin = ts
-                    last_ts = -1
-                elif ts != last_ts:
+        with memoryview(mm) as whole, whole[INDEX_HEADER_SIZE:self.entries_pos].cast("I") as slot_view:
+            for h, ts, value in zip(hashes[start:stop], stamps[start:stop], stored, strict=True):
+                if ts != last_ts:
                     time_diff = _time_diff(ts, begin)
                     last_ts = ts
                 slot = h % slot_num
@@ -278,6 +281,8 @@ class IndexFile:
                 slots[slot] = count
                 slot_view[slot] = value
                 count += 1
+        if first:
+            diffs[0] = first_diff
         at = self.entries_pos + self.index_count * INDEX_SIZE
         mm[at:at + n * INDEX_SIZE] = _entries(hashes[start:stop], phys[start:stop], diffs, prevs)
         last = stop - 1

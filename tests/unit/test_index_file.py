@@ -15,12 +15,16 @@ from rocketmq_py.store.index_file import IndexFile, IndexService
 _HEADER_SIZE, _SLOT_SIZE, _ENTRY_SIZE = 40, 4, 20
 
 
-def reference(entries: list[tuple[int, int, int]], slot_num: int, index_num: int, start_ts: int) -> bytes:
+def reference(entries: list[tuple[int, int, int]], slot_num: int, index_num: int, start_ts: int,
+              seeded: dict[int, int]) -> bytes:
     """A new file's bytes after putKey of each entry in turn (it fits: fewer than index_num), its
-    begin timestamp at first ``start_ts`` (the previous file's end, as IndexService makes it)."""
+    begin timestamp at first ``start_ts`` (the previous file's end, as IndexService makes it) and
+    its slots at first ``seeded``'s values (a corrupt file's)."""
     data = bytearray(_HEADER_SIZE + slot_num * _SLOT_SIZE + index_num * _ENTRY_SIZE)
+    for slot, value in seeded.items():
+        struct.pack_into(">i", data, _HEADER_SIZE + slot * _SLOT_SIZE, value)
     if not entries:
-        return bytes(data)  # no header written yet
+        return bytes(data)  # nothing written
     begin_ts = end_ts = start_ts
     begin_phy = end_phy = slot_count = 0
     count = 1
@@ -51,17 +55,23 @@ _ENTRIES = st.lists(st.tuples(st.integers(0, 2**31 - 1) | st.integers(0, 40),
 
 @settings(max_examples=150, deadline=None)
 @given(entries=_ENTRIES, slot_num=st.integers(1, 37), cuts=st.lists(st.integers(0, 60), max_size=5),
-       start_ts=st.sampled_from([0, 1_700_000_000_000 - 3_000, 1_700_000_000_000 + 3_000]))
+       start_ts=st.sampled_from([0, 1_700_000_000_000 - 3_000, 1_700_000_000_000 + 3_000]),
+       seeded=st.dictionaries(st.integers(0, 36), st.integers(-(2**31), 2**31 - 1) | st.integers(-3, 70),
+                              max_size=4))
 def test_put_entries_writes_what_put_key_writes_one_by_one(entries: list[tuple[int, int, int]], slot_num: int,
-                                                          cuts: list[int], start_ts: int) -> None:
+                                                          cuts: list[int], start_ts: int,
+                                                          seeded: dict[int, int]) -> None:
     """Entries colliding in few slots, store times before the file's begin, equal, and more than
-    2^31 s after it, put in runs cut anywhere, into a file begun fresh or after a full one: the
-    file's bytes are the reference's."""
+    2^31 s after it, put in runs cut anywhere, into a file begun fresh or after a full one, slots
+    holding stray values (negative, past the entries): the file's bytes are the reference's."""
+    seeded = {slot: value for slot, value in seeded.items() if slot < slot_num}
     index_num = 64
     entries.sort(key=lambda e: e[1])
     with tempfile.TemporaryDirectory() as d:
         f = IndexFile(os.path.join(d, "i"), slot_num, index_num)
         f.begin_timestamp = f.end_timestamp = start_ts
+        for slot, value in seeded.items():
+            struct.pack_into(">i", f.mm, _HEADER_SIZE + slot * _SLOT_SIZE, value)
         hashes, phys, stamps = (list(c) for c in zip(*entries, strict=True)) if entries else ([], [], [])
         at = 0
         for cut in [*sorted(c for c in cuts if c < len(entries)), len(entries)]:
@@ -70,7 +80,7 @@ def test_put_entries_writes_what_put_key_writes_one_by_one(entries: list[tuple[i
                 at = cut
         f.flush()
         with open(f.path, "rb") as written:
-            assert written.read() == reference(entries, slot_num, index_num, start_ts)
+            assert written.read() == reference(entries, slot_num, index_num, start_ts, seeded)
         f.mm.close()
 
 
