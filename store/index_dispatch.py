@@ -89,6 +89,7 @@ _MIDDLE = {flags: (record_field_at("store_timestamp", flags),
 # The head's size by the host-length flags, and what the index reads of a record with IPv4 hosts
 # (nearly every one) in one unpack.
 _HEAD_SIZES = {flags: record_head(flags).size for flags in _MIDDLE}
+_HEAD_V4 = _HEAD_SIZES[0]
 # Where a UNIQ_KEY's name and separators stand around the KEY found in it.
 _UNIQ_AT = UNIQ_KEY_PREFIX.index(INDEXED_NAMES_PART)
 _UNIQ_TO = len(UNIQ_KEY_PREFIX) - _UNIQ_AT
@@ -344,7 +345,9 @@ def index_records(reader: _CommitLogReader, index: IndexService, offset: int, en
             if hosts:
                 at, middle = _MIDDLE[hosts]
                 store_ts, body_len = middle.unpack_from(mm, pos + at)
-            p = pos + _HEAD_SIZES[hosts] + body_len + 1
+                p = pos + _HEAD_SIZES[hosts] + body_len + 1
+            else:
+                p = pos + _HEAD_V4 + body_len + 1
             p_end = p + mm[p - 1]
             (props_len,) = _I16.unpack_from(mm, p_end)
             props = mm[p_end + 2:p_end + 2 + props_len]

@@ -129,16 +129,22 @@ class KeyHasher:
         self.topic = topic
         self.prefix = topic + b"#"
         self._heads: dict[bytes, int] = {}  # a key's head -> its hash with the prefix, times 31^_TAIL
+        self._last_head, self._last_hash = b"", 0  # the head hashed last; b"" is never one (keys are longer)
 
     def hash(self, key: bytes) -> int:
         if len(key) <= _TAIL or not key.isascii():
             return raw_key_hash(self.prefix + key)
         head = key[:-_TAIL]
-        h = self._heads.get(head)
-        if h is None:
-            if len(self._heads) >= _HEADS_KEPT:
-                self._heads.clear()
-            h = self._heads[head] = _unsigned_hash(self.prefix + head) * 31**_TAIL
+        if head == self._last_head:  # a run of one producer's ids (a batch's)
+            h = self._last_hash
+        else:
+            found = self._heads.get(head)
+            if found is None:
+                if len(self._heads) >= _HEADS_KEPT:
+                    self._heads.clear()
+                found = self._heads[head] = _unsigned_hash(self.prefix + head) * 31**_TAIL
+            h = self._last_hash = found
+            self._last_head = head
         h = (h + key[-3] * 961 + key[-2] * 31 + key[-1]) & 0xFFFFFFFF
         return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
 
