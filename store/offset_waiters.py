@@ -19,6 +19,7 @@ class OffsetWaiters:
         # (offset waited for, its future, loop-time deadline); arrivals come in offset order.
         self.entries: list[tuple[int, asyncio.Future[bool], float]] = []
         self._watchdog: asyncio.TimerHandle | None = None
+        self._watchdog_at = 0.0  # its loop time
 
     def __bool__(self) -> bool:
         return bool(self.entries)
@@ -27,9 +28,15 @@ class OffsetWaiters:
         """True once ``release_upto`` covers ``offset``; False after ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        self.entries.append((offset, fut, loop.time() + timeout))
-        if self._watchdog is None:
-            self._watchdog = loop.call_later(timeout, self._expire)
+        deadline = loop.time() + timeout
+        self.entries.append((offset, fut, deadline))
+        if self._watchdog is None or deadline < self._watchdog_at:
+            # Sooner than the watchdog's time when the timeout was shortened: UPDATE_BROKER_CONFIG
+            # may lower syncFlushTimeout on a running broker.
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            self._watchdog = loop.call_at(deadline, self._expire)
+            self._watchdog_at = deadline
         return fut
 
     def newest_offset(self) -> int | None:
@@ -66,7 +73,8 @@ class OffsetWaiters:
                 keep.append(entry)
         self.entries = keep
         if keep:
-            self._watchdog = loop.call_later(keep[0][2] - now, self._expire)
+            self._watchdog_at = min(entry[2] for entry in keep)
+            self._watchdog = loop.call_at(self._watchdog_at, self._expire)
 
 
 def _resolve(fut: asyncio.Future[bool], value: bool) -> None:

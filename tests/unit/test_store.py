@@ -507,6 +507,33 @@ async def test_sync_flush_timeout(tmp_path: str) -> None:
         await s.shutdown()
 
 
+async def test_sync_flush_timeout_follows_config_update(tmp_path: str) -> None:
+    """syncFlushTimeout changed on a running store (UPDATE_BROKER_CONFIG sets it on the model)
+    applies to the next put, though group commit reads it once a turn of the loop, not per put."""
+    s = DefaultMessageStore(small_config(str(tmp_path), flushDiskType=FlushDiskType.SYNC_FLUSH,
+                                         syncFlushTimeout=5000))
+    await s.load()
+    await s.start()
+    import time
+
+    import rocketmq_py.store.mapped_file as mapped_file
+
+    real = mapped_file._datasync
+    try:
+        assert (await s.put_message(message("S", b"quick disk"))).status == PutMessageStatus.PUT_OK
+        s.config.syncFlushTimeout = 50
+        mapped_file._datasync = lambda fd: time.sleep(0.3)  # type: ignore[assignment]
+        r = await s.put_message(message("S", b"slow disk"))
+        assert r.status == PutMessageStatus.FLUSH_DISK_TIMEOUT, "the put waited out the old timeout"
+        s.config.syncFlushTimeout = 5000
+        r = await s.put_message(message("S", b"slow disk, patient broker"))
+        assert r.status == PutMessageStatus.PUT_OK
+        assert s.commit_log.queue.flushed_where >= r.append_result.wrote_offset + r.append_result.wrote_bytes
+    finally:
+        mapped_file._datasync = real  # type: ignore[assignment]
+        await s.shutdown()
+
+
 async def test_second_store_on_same_dir_refused(store: DefaultMessageStore) -> None:
     other = DefaultMessageStore(store.config)
     with pytest.raises(RuntimeError, match="Lock failed"):
