@@ -47,7 +47,9 @@ class OffsetWaiters:
         still = []
         for entry in self.entries:
             if entry[0] <= offset:
-                _resolve(entry[1], True)
+                fut = entry[1]
+                if not fut.done():  # _resolve's, without a call for each waiter
+                    fut.set_result(True)
             else:
                 still.append(entry)
         self.entries = still
