@@ -91,12 +91,8 @@ def topic_key_hash(topic: str, key: str) -> int:
 
 
 def raw_key_hash(data: bytes) -> int:
-    """``key_hash`` of a topic-qualified key given as UTF-8 bytes, as records hold it. The ASCII
-    case (nearly every key) is hashed without decoding: this is the index builder's largest cost."""
-    if data.isascii():
-        h = (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
-        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
-    return key_hash(data.decode(errors="replace"))
+    """``key_hash`` of a topic-qualified key given as UTF-8 bytes, as records hold it."""
+    return _abs_unsigned(_unsigned_hash(data))
 
 
 def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
@@ -106,10 +102,16 @@ def key_hashes(prefix: bytes, keys: list[bytes]) -> list[int]:
 
 
 def _unsigned_hash(data: bytes) -> int:
-    """Java's String.hashCode of UTF-8 bytes, as an unsigned 32-bit int."""
+    """Java's String.hashCode of UTF-8 bytes, as an unsigned 32-bit int. The ASCII case (nearly
+    every key) is hashed without decoding: this is the index builder's largest cost."""
     if data.isascii():
         return (int(data.translate(_HI31) + b"0", 31) + int(data.translate(_LO31), 31)) & 0xFFFFFFFF
     return java_string_hash(data.decode(errors="replace")) & 0xFFFFFFFF
+
+
+def _abs_unsigned(h: int) -> int:
+    """``_abs_hash`` of a hash given as an unsigned 32-bit int."""
+    return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
 
 
 # The last bytes of a key hashed on their own by KeyHasher, and the heads it keeps per topic.
@@ -145,8 +147,7 @@ class KeyHasher:
                 found = self._heads[head] = _unsigned_hash(self.prefix + head) * 31**_TAIL
             h = self._last_hash = found
             self._last_head = head
-        h = (h + key[-3] * 961 + key[-2] * 31 + key[-1]) & 0xFFFFFFFF
-        return h if h < 0x80000000 else (0 if h == 0x80000000 else 0x100000000 - h)
+        return _abs_unsigned((h + key[-3] * 961 + key[-2] * 31 + key[-1]) & 0xFFFFFFFF)
 
 
 def record_key_hashes(prefix: bytes, props: bytes) -> list[int]:
