@@ -255,12 +255,14 @@ class ConsumeQueueStore:
 
     def reserve_message(self, msg: MessageExtBrokerInner) -> tuple[ConsumeQueue, ...]:
         """``reserve_queue`` for one message: the queues made for it. Every single put asks, and
-        almost every time its queue's current file has room: that answer costs no call."""
+        almost every time its queue's current file has reserved room (``has_room``'s rule, not the
+        file's size: a unit past the reservation would be written with no disk held for it): that
+        answer costs no call."""
         if msg.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             queues = self.consume_queue_table.get(msg.topic)
             cq = queues.get(msg.queue_id) if queues is not None else None
             if cq is not None and (files := cq.queue.files) and \
-                    files[-1].wrote_position + CQ_STORE_UNIT_SIZE <= cq.file_size:
+                    files[-1].wrote_position + CQ_STORE_UNIT_SIZE <= files[-1].reserved:
                 return ()
             made = self.reserve_queue(msg.topic, msg.queue_id, 1)
             if made is not None:

@@ -220,3 +220,22 @@ async def test_a_consume_queue_reserves_ahead_of_its_writer(tmp_path: str, monke
         assert store.get_message("g", "Chunked", 0, stored, 1).status == GetMessageStatus.FOUND
     finally:
         await store.shutdown()
+
+
+async def test_single_puts_keep_their_consume_queue_units_within_its_reservation(tmp_path: str) -> None:
+    """Every unit a single put writes lies in blocks reserved before its record was appended (so
+    a full disk refuses the put rather than leaving an acknowledged record with no unit), past the
+    first chunk too: 2,000 units are 40,000 bytes, two chunks and more."""
+    cfg = small_config(str(tmp_path), mappedFileSizeConsumeQueue=6_000_000, messageIndexInChildProcess=False)
+    store = DefaultMessageStore(cfg)
+    await store.load()
+    await store.start()
+    try:
+        for i in range(2000):
+            assert store.append_message(message("Chunked", b"c")).ok
+            cq = store.consume_queue_store.existing("Chunked", 0)
+            assert cq is not None
+            mf = cq.queue.files[-1]
+            assert mf.wrote_position <= mf.reserved < mf.file_size, f"unit {i} past the reservation"
+    finally:
+        await store.shutdown()
