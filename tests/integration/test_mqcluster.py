@@ -4,6 +4,7 @@ both brokers in clusterList, mqadmin's topic/send/consume/progress/query flow en
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -11,10 +12,12 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
+from rocketmq_py.client import Admin, Message, NoRouteError, Producer
 from rocketmq_py.tools.cluster_topology import GROUP_NAMES, TOPOLOGIES, TOPOLOGY, ServiceSpec, with_broker_groups
 from rocketmq_py.tools.mqcluster import load_state, pid_alive, stop_services
 from tests.integration.cli import run_cli
 from tests.integration.daemons import ROOT
+from tests.waiting import wait_for_async
 
 COMPOSE = os.path.join(ROOT, "docker-compose.yml")
 IMAGE_ROOT = "/opt/rocketmq-py/"
@@ -269,6 +272,25 @@ def _cpus_of(pid: int) -> set[frozenset[int]]:
     return {frozenset(os.sched_getaffinity(int(tid))) for tid in os.listdir(f"/proc/{pid}/task")}
 
 
+async def _send_in_turn(ns: str, topic: str, bodies: list[str]) -> list[str]:
+    """The broker each body was stored on, sent by one producer once the NameServer routes the
+    topic to every broker (a broker registers a topic after answering its creation, as Java's
+    does)."""
+    async with Admin(ns) as admin:
+        async def routed() -> bool:
+            try:
+                return len((await admin.examine_topic_route_info(topic)).queueDatas) == 3
+            except NoRouteError:  # no broker has registered it yet
+                return False
+        assert await wait_for_async(routed, 10), "the topic was never routed to all three brokers"
+    producer = Producer("PerCoreProducer", ns)
+    await producer.start()
+    try:
+        return [(await producer.send(Message(topic, body.encode()))).message_queue.broker_name for body in bodies]
+    finally:
+        await producer.shutdown()
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
 def test_mqcluster_runs_several_brokers_per_host_pinned_to_cores(cluster_home: str) -> None:
     """``up --brokers-per-host 3 --cpu-affinity auto``: three brokers, each pinned (every thread of
@@ -293,9 +315,10 @@ def test_mqcluster_runs_several_brokers_per_host_pinned_to_cores(cluster_home: s
     created = run_cli("mqadmin", "updateTopic", "-t", "PerCoreTopic", "-c", "DefaultCluster", "-r", "2", "-w", "2",
                       "--json", "-n", ns).ok().json()
     assert len(created["brokers"]) == 3
-    sent = [run_cli("mqadmin", "sendMessage", "-t", "PerCoreTopic", "-p", f"core-{i}", "--json", "-n", ns
-                    ).ok().json() for i in range(6)]
-    assert len({m["brokerName"] for m in sent}) > 1, sent
+    # One producer: its sends take the route's queues in turn, so six of them reach every broker.
+    # (Six ``mqadmin sendMessage`` runs each start at a random queue: 1 in 243 all on one broker.)
+    sent = asyncio.run(_send_in_turn(ns, "PerCoreTopic", [f"core-{i}" for i in range(6)]))
+    assert sorted(sent) == ["broker-a", "broker-a", "broker-b", "broker-b", "broker-c", "broker-c"], sent
     consumed = run_cli("mqadmin", "consumeMessage", "-t", "PerCoreTopic", "-g", "PerCoreGroup", "--json",
                        "-n", ns).ok().json()
     assert sorted(m["body"] for m in consumed) == [f"core-{i}" for i in range(6)]
