@@ -27,7 +27,9 @@ StoredEntry = tuple[int, bytes | memoryview, bytes, int]
 # into themselves followed by a suffix, get the same suffix and hash whatever that value (``_merged``).
 Merge = Callable[[bytes], tuple[bytes, int]]
 
-_ENTRY_HEAD = struct.Struct(">iiiii")
+# An entry's total size, flag and body length: its magic code and body CRC are skipped (``x``), not
+# made into ints nothing reads (the store computes the CRC of what it stores).
+_ENTRY_HEAD = struct.Struct(">i8xii")
 _I16 = struct.Struct(">h")
 # The fixed bytes of an entry: its five int32 and the properties length.
 _ENTRY_FIXED = 22
@@ -117,7 +119,7 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
     while pos < end:
         if end - pos < _ENTRY_FIXED:
             raise RecordError("truncated batch entry")
-        total, _magic, _crc, flag, body_len = unpack_head(body, pos)
+        total, flag, body_len = unpack_head(body, pos)
         p = pos + 20 + body_len  # where the properties' length is
         if body_len < 0 or p + 2 > end:
             raise RecordError("batch entry body length does not fit")
