@@ -113,6 +113,8 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0
+    last, last_stored = None, (b"", 0)  # the properties of the entry before, as sent and as stored
+    stored: tuple[bytes, int] | None
     unpack_head, unpack_len = _ENTRY_HEAD.unpack_from, _I16.unpack_from
     view = memoryview(body)
     pos, end = 0, len(body)
@@ -133,17 +135,21 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
             entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
             pos = q
             continue
-        stored = merged.get(props)
-        if stored is None:
-            try:
-                stored, like = _merged(props, merge, merged, keyed)
-            except RecordError as exc:
-                refused = refused or exc
-                stored = merged[props] = props, 0
-            else:
-                if like is not None:
-                    like_len, like_head, like_tail, like_suffix, like_code = like
-                    like_at, like_end = len(like_head), like_len - len(like_tail)
+        if props == last:  # the previous entry's (a batch of one tag): compared, not hashed and looked up
+            stored = last_stored
+        else:
+            stored = merged.get(props)
+            if stored is None:
+                try:
+                    stored, like = _merged(props, merge, merged, keyed)
+                except RecordError as exc:
+                    refused = refused or exc
+                    stored = merged[props] = props, 0
+                else:
+                    if like is not None:
+                        like_len, like_head, like_tail, like_suffix, like_code = like
+                        like_at, like_end = len(like_head), like_len - len(like_tail)
+            last, last_stored = props, stored
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused
@@ -163,6 +169,8 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0
+    last, last_stored = None, (b"", 0)  # the properties of the entry before, as sent and as stored
+    stored: tuple[bytes, int] | None
     view = memoryview(body)
     pos, end = 0, len(body)
     while pos < end:
@@ -186,17 +194,21 @@ def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordE
             entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
             pos = q
             continue
-        stored = merged.get(props)
-        if stored is None:
-            try:
-                stored, like = _merged(props, merge, merged, keyed)
-            except RecordError as exc:
-                refused = refused or exc
-                stored = merged[props] = props, 0
-            else:
-                if like is not None:
-                    like_len, like_head, like_tail, like_suffix, like_code = like
-                    like_at, like_end = len(like_head), like_len - len(like_tail)
+        if props == last:  # the previous entry's (a batch of one tag): compared, not hashed and looked up
+            stored = last_stored
+        else:
+            stored = merged.get(props)
+            if stored is None:
+                try:
+                    stored, like = _merged(props, merge, merged, keyed)
+                except RecordError as exc:
+                    refused = refused or exc
+                    stored = merged[props] = props, 0
+                else:
+                    if like is not None:
+                        like_len, like_head, like_tail, like_suffix, like_code = like
+                        like_at, like_end = len(like_head), like_len - len(like_tail)
+            last, last_stored = props, stored
         entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
         pos = q
     return entries, refused
