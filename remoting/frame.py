@@ -12,16 +12,18 @@ whole frames are cut out as they complete and the consumed prefix is dropped in 
 peer cannot make the buffer grow past one maximum frame or make a decoder read out of bounds.
 
 A connection reads into the decoder's buffers (``get_buffer``, ``buffer_updated``: asyncio's
-BufferedProtocol): a large body's bytes go from the socket straight into a buffer of its size and
-are copied once into the command's bytes, where reads handed over as bytes were copied out of the
-loop's read buffer and then joined (1 MiB sends: 305-369 -> 268-292 µs of the receiving thread per
-frame, and no page faults: the body buffer is reused by the thread's next large body).
+BufferedProtocol): a large body's bytes go from the socket straight into the storage of the
+``bytes`` object the command then holds as its body, where reads handed over as bytes were copied
+out of the loop's read buffer and then joined (1 MiB sends: 305-369 -> 268-292 µs of the receiving
+thread per frame), and, later, read into a reused buffer and copied out of it once (``_new_body``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import threading
+from collections.abc import Callable
 
 from rocketmq_py.remoting.command import RemotingCommand
 from rocketmq_py.remoting.serializer import DECODERS, ENCODERS, HeaderDecodeError
@@ -69,21 +71,50 @@ def _release(size: int) -> None:
     _reads.taken = getattr(_reads, "taken", 0) - size
 
 
-def _body_buffer(size: int) -> bytearray:
-    """A buffer of at least ``size`` bytes for a large body's reads: this thread's spare when it
-    has one that large (a new one each frame would be fresh memory from the system each time:
-    glibc gives a freed MiB back and the next one is faulted in and zero-filled again)."""
-    spare: bytearray | None = getattr(_reads, "spare", None)
-    if spare is not None and len(spare) >= size:
-        _reads.spare = None
-        return spare
-    return bytearray(size)
+# Where a bytes object's bytes lie in it, in CPython (its basic size counts the final NUL).
+_BYTES_DATA = bytes.__basicsize__ - 1
 
 
-def _give_back(buffer: bytearray) -> None:
-    spare: bytearray | None = getattr(_reads, "spare", None)
-    if spare is None or len(spare) < len(buffer):
-        _reads.spare = buffer
+def _bytes_storage(body: bytes) -> memoryview:
+    """A writable view of ``body``'s bytes."""
+    return memoryview((ctypes.c_char * len(body)).from_address(id(body) + _BYTES_DATA)).cast("B")
+
+
+def _unfilled_bytes_maker() -> Callable[[None, int], bytes] | None:
+    """CPython's own constructor of a bytes object whose bytes are left to the caller to fill
+    (``PyBytes_FromStringAndSize(NULL, size)``), when this interpreter has it and its bytes
+    objects hold their bytes where ``_bytes_storage`` looks: read there first, then written."""
+    known = b"rocketmq-py body"
+    try:
+        if ctypes.string_at(id(known) + _BYTES_DATA, len(known)) != known:
+            return None
+        make = ctypes.pythonapi.PyBytes_FromStringAndSize
+        make.restype = ctypes.py_object
+        make.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+        probe = make(None, len(known))
+        with _bytes_storage(probe) as view:
+            view[:] = known
+    except (AttributeError, TypeError, ValueError, OSError):
+        return None
+    return make if probe == known else None
+
+
+_new_bytes = _unfilled_bytes_maker()
+
+
+def _new_body(size: int) -> tuple[bytes | bytearray, memoryview]:
+    """A large body's storage and a writable view of it for its reads.
+
+    In CPython the storage is the ``bytes`` object the command gets, made unfilled and filled by
+    the reads through the view before anything else sees it, as C code fills the bytes it makes:
+    reading into a bytearray meant one more copy of every large body, into the command's bytes
+    (1 MiB sends at 8 in flight: 10% of the broker's event loop, ``memmove``). A bytearray
+    elsewhere, copied into bytes once full."""
+    if _new_bytes is not None:
+        body = _new_bytes(None, size)
+        return body, _bytes_storage(body)
+    buffer = bytearray(size)
+    return buffer, memoryview(buffer)
 
 
 class FrameError(ValueError):
@@ -136,7 +167,8 @@ class FrameDecoder:
     Read one way: ``feed`` (bytes the caller read), or ``get_buffer`` and ``buffer_updated``
     (reads into the decoder's own buffers, as asyncio's BufferedProtocol does)."""
 
-    __slots__ = ("_buf", "_cmd", "_filled", "_into", "_need", "_parts", "_pos", "collect_from", "max_frame_size")
+    __slots__ = ("_buf", "_cmd", "_filled", "_into", "_into_view", "_need", "_parts", "_pos", "collect_from",
+                 "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, collect_from: int = COLLECT_FROM) -> None:
         self.max_frame_size = max_frame_size
@@ -148,9 +180,10 @@ class FrameDecoder:
         self._cmd: RemotingCommand | None = None
         self._parts: list[bytes | memoryview] = []
         self._need = 0
-        # Read through ``get_buffer``: the large body being collected, read into its own buffer,
-        # and how much of it is in.
-        self._into: bytearray | None = None
+        # Read through ``get_buffer``: the large body being collected, read into its own storage
+        # (``_new_body``) through a writable view of it, and how much of it is in.
+        self._into: bytes | bytearray | None = None
+        self._into_view: memoryview | None = None
         self._filled = 0
 
     @property
@@ -165,9 +198,9 @@ class FrameDecoder:
         """Where the next read goes: the rest of a large body being collected, so the socket's
         bytes land in it without passing through a read buffer and a join; else this thread's
         read buffer, handed back to ``buffer_updated`` before the next read."""
-        into = self._into
-        if into is not None:
-            return memoryview(into)[self._filled:self._filled + self._need]
+        view = self._into_view
+        if view is not None:
+            return view[self._filled:]
         return _read_buffer()
 
     def buffer_updated(self, nbytes: int) -> list[RemotingCommand]:
@@ -182,20 +215,18 @@ class FrameDecoder:
             return []
         cmd = self._cmd
         assert cmd is not None
-        with memoryview(into) as view:
-            cmd.body = view[:filled].tobytes()  # the body's one copy: commands hold bytes
+        cmd.body = into if into.__class__ is bytes else bytes(into)  # commands hold bytes
         self._cmd = None
-        self._into = None
+        self._into = self._into_view = None
         self._filled = 0
         _release(filled)
-        _give_back(into)
         return [cmd]
 
     def close(self) -> None:
         """What is held for a frame not yet complete, let go (its connection is closed)."""
-        if self._into is not None:
+        if self._into_view is not None:
             _release(self._filled + self._need)
-            self._into = None
+            self._into = self._into_view = None
         self._cmd = None
         self._parts = []
         self._buf.clear()
@@ -263,7 +294,8 @@ class FrameDecoder:
                     # collected as the reads bring them, not grown in ``buf`` (copied at every
                     # growth, on fresh memory) and then copied out of it.
                     if into and _reserve(fend - bstart):  # read by get_buffer: the rest goes straight into the body
-                        body = self._into = _body_buffer(fend - bstart)
+                        self._into, body = _new_body(fend - bstart)
+                        self._into_view = body
                         with memoryview(src) as view:
                             body[:end - bstart] = view[bstart:end]
                         self._filled = end - bstart

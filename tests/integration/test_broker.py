@@ -61,6 +61,30 @@ async def test_send_v1_v2_batch_and_pull_in_order(cluster: tuple[Daemon, Daemon]
     assert moved.code == ResponseCode.PULL_OFFSET_MOVED and moved.ext_fields["nextBeginOffset"] == "0"
 
 
+async def test_the_largest_messages_are_stored_whole_and_a_larger_one_refused(cluster: tuple[Daemon, Daemon],
+                                                                            client: RemotingClient) -> None:
+    """Bodies up to maxMessageSize (4 MiB), sent together so their frames' reads interleave with
+    each other's answers, are stored and pulled back byte for byte; 4 MiB and one byte is refused
+    with MESSAGE_ILLEGAL and stores nothing."""
+    _, broker = cluster
+    largest = 4 * 1024 * 1024
+    bodies = [os.urandom(n) for n in (largest, 1 << 20, 64 * 1024 + 1, largest)]
+    sent = await asyncio.gather(*(client.invoke(broker.addr, send_request("Large", body, queue_id=0), 10)
+                                  for body in bodies))
+    assert [r.code for r in sent] == [ResponseCode.SUCCESS] * len(bodies), [r.remark for r in sent]
+    refused = await client.invoke(broker.addr, send_request("Large", os.urandom(largest + 1), queue_id=0), 10)
+    assert refused.code == ResponseCode.MESSAGE_ILLEGAL
+    by_offset = {int(r.ext_fields["queueOffset"]): body for r, body in zip(sent, bodies, strict=True)}
+    assert sorted(by_offset) == list(range(len(bodies)))
+    for offset, body in by_offset.items():
+        pulled = await client.invoke(broker.addr, pull_request("cg-large", "Large", 0, offset, max_nums=1), 10)
+        assert pulled.code == ResponseCode.SUCCESS
+        (msg,) = decode_records(pulled.body)
+        assert msg.queue_offset == offset and msg.body == body
+    after = await client.invoke(broker.addr, pull_request("cg-large", "Large", 0, len(bodies)), 5)
+    assert after.code == ResponseCode.PULL_NOT_FOUND, "the refused body stored nothing"
+
+
 async def test_auto_created_topic_is_routable_at_once(cluster: tuple[Daemon, Daemon], client: RemotingClient) -> None:
     ns, broker = cluster
     assert (await route_of(client, ns.addr, "Fresh")).code == ResponseCode.TOPIC_NOT_EXIST
