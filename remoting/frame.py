@@ -42,6 +42,11 @@ COLLECT_FROM = 64 * 1024
 # uvloop reads for a data_received protocol): one buffer per thread, since a read's bytes are
 # copied out of it before the thread's next read.
 READ_SIZE = 256 * 1024
+# What the read after a large body takes at most: the next frame's head, and what follows it,
+# goes through the read buffer and is copied twice (out of it, then into the next body's storage),
+# so behind a large frame, likely followed by another (a producer of large messages), it reads
+# little; the read after it takes READ_SIZE again.
+READ_AFTER_LARGE = 4 * 1024
 _reads = threading.local()
 
 
@@ -167,8 +172,8 @@ class FrameDecoder:
     Read one way: ``feed`` (bytes the caller read), or ``get_buffer`` and ``buffer_updated``
     (reads into the decoder's own buffers, as asyncio's BufferedProtocol does)."""
 
-    __slots__ = ("_buf", "_cmd", "_filled", "_into", "_into_view", "_need", "_parts", "_pos", "collect_from",
-                 "max_frame_size")
+    __slots__ = ("_after_large", "_buf", "_cmd", "_filled", "_into", "_into_view", "_need", "_parts", "_pos",
+                 "collect_from", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, collect_from: int = COLLECT_FROM) -> None:
         self.max_frame_size = max_frame_size
@@ -185,6 +190,8 @@ class FrameDecoder:
         self._into: bytes | bytearray | None = None
         self._into_view: memoryview | None = None
         self._filled = 0
+        # Whether the last read completed a large body (READ_AFTER_LARGE).
+        self._after_large = False
 
     @property
     def buffered(self) -> int:
@@ -201,12 +208,15 @@ class FrameDecoder:
         view = self._into_view
         if view is not None:
             return view[self._filled:]
+        if self._after_large:
+            return _read_buffer()[:READ_AFTER_LARGE]
         return _read_buffer()
 
     def buffer_updated(self, nbytes: int) -> list[RemotingCommand]:
         """The commands completed by ``nbytes`` read into ``get_buffer``'s buffer."""
         into = self._into
         if into is None:
+            self._after_large = False
             return self._feed(_read_buffer()[:nbytes].tobytes(), True)
         filled = self._filled + nbytes
         self._need -= nbytes
@@ -219,6 +229,7 @@ class FrameDecoder:
         self._cmd = None
         self._into = self._into_view = None
         self._filled = 0
+        self._after_large = True
         _release(filled)
         return [cmd]
 

@@ -157,6 +157,28 @@ def test_a_large_body_is_read_into_the_commands_bytes(size: int, pattern: bytes,
     assert all(start <= span < start + len(body) for span in spans)  # every read went into the body itself
 
 
+def test_the_read_after_a_large_body_is_short() -> None:
+    """After a large body, the next read takes at most READ_AFTER_LARGE bytes, so little of a
+    next large frame's body goes through the read buffer (copied out of it, then into the body's
+    storage) before the rest is read into its storage; the read after that takes READ_SIZE."""
+    stream = b"".join(encode_frame(RemotingCommand.request(10, {"n": str(i)}, bytes([i]) * (1 << 20)))
+                      for i in range(2)) + encode_frame(RemotingCommand.request(11, {"n": "small"}, b"s" * 6000))
+    decoder = FrameDecoder()
+    offered, got = [], []
+    at = 0
+    for _ in range(len(stream)):  # bounded: every read takes at least a byte
+        if at >= len(stream):
+            break
+        view = decoder.get_buffer()
+        offered.append(len(view))
+        at, cmds = _read_into_view(decoder, view, stream, at, len(view))
+        got.extend(cmds)
+    assert [c.body for c in got] == [bytes([0]) * (1 << 20), bytes([1]) * (1 << 20), b"s" * 6000]
+    head, body_rest, after, body2_rest, small_head, small_rest = offered
+    assert head == small_rest == frame.READ_SIZE and after == small_head == frame.READ_AFTER_LARGE
+    assert body_rest > (1 << 20) - frame.READ_SIZE and body2_rest > (1 << 20) - frame.READ_AFTER_LARGE
+
+
 def _read_streams(streams: list[list[tuple[int, bytes | None]]], sizes: list[int], collect_from: int) -> None:
     sent: list[list[RemotingCommand]] = []
     for specs in streams:
