@@ -104,6 +104,16 @@ _STATUS_TO_CODE = {
 _DELAYABLE = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _READ_V1 = SendMessageRequestHeader.decoder()
 _READ_V2 = SendMessageRequestHeaderV2.decoder()
+# A batch's merging context (_batch_merging): the delay level's refusal, the header's pairs by their
+# prefixes, CLUSTER as appended, and the entries' properties merged so far.
+_BatchMerging = tuple[str | None, list[tuple[bytes, bytes]], bytes, dict[bytes, tuple[bytes, int]]]
+# Bounds of what is kept: header properties (a producer's rarely change), and per header properties,
+# distinct entry properties no longer than _MERGED_MAX_LENGTH (repeated tags; each entry's own
+# UNIQ_KEY makes its properties new, but the walk asks for one merge per batch of those): at most
+# about 16 x 256 x 1.5 KiB.
+_MERGINGS_KEPT = 16
+_MERGED_KEPT = 256
+_MERGED_MAX_LENGTH = 512
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 
@@ -126,6 +136,10 @@ class SendMessageProcessor(RequestProcessor):
         self.born_hosts: dict[str, tuple[str, int]] = {}
         # A batch's entries mostly repeat a few tags: their codes by the tags' raw bytes.
         self._raw_tags_codes: dict[bytes, int] = {}
+        # What a batch's header properties and the cluster name make of its entries' properties
+        # (_batch_merging), by (header properties, cluster name): a producer sends the same header
+        # properties, and its entries mostly the same properties, batch after batch.
+        self._batch_mergings: dict[tuple[str, str], _BatchMerging] = {}
         # The cluster name, and CLUSTER as a stored message's last property: after a separator,
         # and alone (after properties that end with one, or none).
         self.cluster = ("", "", "")
@@ -416,27 +430,23 @@ class SendMessageProcessor(RequestProcessor):
         refused: str | None = None
         if header.sysFlag & TRANSACTION_ROLLBACK_TYPE:  # Java's asyncPutMessages: not-type batches only
             refused = "batch messages cannot be delayed or transactional"
-        header_props = string_to_properties(header.properties or "")
-        delay = header_props.get(MessageConst.DELAY_TIME_LEVEL)
-        if delay is not None and refused is None:  # the batch's own level, read as Java's getDelayTimeLevel reads it
-            try:
-                level = parse_int(delay)
-            except ValueError:
-                refused = f"the delay level (property DELAY) {shown(delay)} is not an int"
-            else:
-                if level > 0:
-                    refused = "batch messages cannot be delayed or transactional"
-        header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
-        header_props.pop(MessageConst.CLUSTER, None)
-        fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
-        cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{self.broker.broker_config.brokerClusterName}".encode()
+        key = (header.properties or "", self.broker.broker_config.brokerClusterName)
+        merging = self._batch_mergings.get(key)
+        if merging is None:
+            merging = self._batch_merging(*key)
+        delay_refused, fill, cluster, known = merging
+        refused = refused or delay_refused
         tags_codes = self._raw_tags_codes
 
         def merge(sent: bytes) -> tuple[bytes, int]:
             """An entry's properties as stored, and its tags' hash (of a refused batch: as sent,
-            its entries walked only for their structure)."""
+            its entries walked only for their structure); what it gave for the same properties
+            under the same header properties and cluster name, when it gave it before."""
             if refused is not None:
                 return sent, 0
+            done = known.get(sent)
+            if done is not None:
+                return done
             props = sent
             if not props.isascii():
                 try:
@@ -458,7 +468,12 @@ class SendMessageProcessor(RequestProcessor):
                 else props + appended
             raw_tags = find_raw_property(stored, _RAW_TAGS)
             code = tags_codes.get(raw_tags)
-            return stored, self._tags_code(raw_tags) if code is None else code
+            done = stored, self._tags_code(raw_tags) if code is None else code
+            if len(sent) <= _MERGED_MAX_LENGTH:
+                if len(known) >= _MERGED_KEPT:
+                    known.clear()
+                known[sent] = done
+            return done
 
         try:
             stored_entries, bad_entry = split_batch_merged(body, merge)
@@ -475,6 +490,32 @@ class SendMessageProcessor(RequestProcessor):
         return MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=stored_entries, sys_flag=sys_flag,
                                born_timestamp=header.bornTimestamp, born_host=self.born_host(conn.remote_addr),
                                store_host=self.broker.store_host, reconsume_times=header.reconsumeTimes or 0)
+
+    def _batch_merging(self, properties: str, cluster_name: str) -> _BatchMerging:
+        """What a batch's header ``properties`` make of its entries' properties, kept: the
+        refusal their delay level makes, if any; the pairs an entry lacking them gets, each
+        with the prefix it is looked for by; CLUSTER as appended; the merges done so far.
+        An entry's own properties are stored as sent, followed by the header's properties it
+        lacks and CLUSTER, as Java's batch encoder appends the batch's properties."""
+        header_props = string_to_properties(properties)
+        refused: str | None = None
+        delay = header_props.get(MessageConst.DELAY_TIME_LEVEL)
+        if delay is not None:  # the batch's own level, read as Java's getDelayTimeLevel reads it
+            try:
+                level = parse_int(delay)
+            except ValueError:
+                refused = f"the delay level (property DELAY) {shown(delay)} is not an int"
+            else:
+                if level > 0:
+                    refused = "batch messages cannot be delayed or transactional"
+        header_props.pop(MessageConst.WAIT_STORE_MSG_OK, None)
+        header_props.pop(MessageConst.CLUSTER, None)
+        fill = [(raw_property_prefix(k), f"{k}{NAME_VALUE_SEPARATOR}{v}".encode()) for k, v in header_props.items()]
+        cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{cluster_name}".encode()
+        if len(self._batch_mergings) >= _MERGINGS_KEPT:
+            self._batch_mergings.clear()
+        merging = self._batch_mergings[properties, cluster_name] = (refused, fill, cluster, {})
+        return merging
 
     def _tags_code(self, raw_tags: bytes) -> int:
         code = tags_string_to_tags_code(raw_tags.decode()) if raw_tags else 0

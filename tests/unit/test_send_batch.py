@@ -199,3 +199,41 @@ def _raw_entry(flag: int, props: bytes) -> bytes:
     body = b"body"
     return (22 + len(body) + len(props)).to_bytes(4, "big") + bytes(8) + flag.to_bytes(4, "big") + \
         len(body).to_bytes(4, "big") + body + len(props).to_bytes(2, "big") + props
+
+
+_HEADERS = st.sampled_from(["", "WAIT\x01true", "WAIT\x01true\x02A\x01h", "DELAY\x012", "DELAY\x01x",
+                            "DELAY\x010\x02B\x01h", "CLUSTER\x01other\x02KEYS\x01k"])
+_ENTRY_PROPS = st.sampled_from([b"", b"TAGS\x01t", b"TAGS\x01t\x02A\x01own", b"A\x01a\x02", b"CLUSTER\x01C",
+                                b"TRAN_MSG\x01true", b"DELAY\x011", b"TAGS\x01\xff", b"TAGS\x01t\x02UNIQ_KEY\x01AB"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(st.tuples(_HEADERS, st.booleans(), st.sampled_from(["C1", "C2"]),
+                                  st.lists(_ENTRY_PROPS, min_size=0, max_size=4)), min_size=1, max_size=8))
+async def test_what_earlier_batches_merged_is_what_a_fresh_processor_merges(
+        tmp_path_factory: Any, batches: list[tuple[str, bool, str, list[bytes]]]) -> None:
+    """The processor keeps, by header properties and cluster name, what they make of entries'
+    properties and the merges done (_batch_merging): batch after batch -- header properties that
+    refuse (a delay level) or not, transactional batches, the cluster name changed between them,
+    entries refused for their own properties -- each batch's entries, or its refusal, are what a
+    processor that kept nothing gives."""
+    async with send_processor(tmp_path_factory.mktemp("store")) as processor:
+        topic_config = processor.broker.topic_config_manager.select_topic_config("T")
+        assert topic_config is not None
+        conn = unconnected()
+        for properties, transactional, cluster, props in batches:
+            processor.broker.broker_config.brokerClusterName = cluster
+            header = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102",
+                                              defaultTopicQueueNums=4, queueId=0,
+                                              sysFlag=TRANSACTION_PREPARED_TYPE if transactional else 0,
+                                              bornTimestamp=1700000000123, flag=0, properties=properties, batch=True)
+            body = b"".join(_raw_entry(i, p) for i, p in enumerate(props))
+            answers: list[object] = []
+            for proc in (processor, send.SendMessageProcessor(processor.broker)):
+                try:
+                    batch = proc._batch(conn, header, 0, body, topic_config)
+                except RecordError as exc:
+                    answers.append(str(exc))
+                else:
+                    answers.append([(flag, bytes(data), stored, code) for flag, data, stored, code in batch.entries])
+            assert answers[0] == answers[1]
