@@ -105,8 +105,10 @@ _DELAYABLE = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _READ_V1 = SendMessageRequestHeader.decoder()
 _READ_V2 = SendMessageRequestHeaderV2.decoder()
 # A batch's merging context (_batch_merging): the delay level's refusal, the header's pairs by their
-# prefixes, CLUSTER as appended, and the entries' properties merged so far.
-_BatchMerging = tuple[str | None, list[tuple[bytes, bytes]], bytes, dict[bytes, tuple[bytes, int]]]
+# prefixes, CLUSTER as appended, the entries' properties merged so far, and what the walks found of
+# properties differing only by their UNIQ_KEY's value (batch_body._merged).
+_BatchMerging = tuple[str | None, list[tuple[bytes, bytes]], bytes, dict[bytes, tuple[bytes, int]],
+                      dict[bytes, tuple[bytes, int]]]
 # Bounds of what is kept: header properties (a producer's rarely change), and per header properties,
 # distinct entry properties no longer than _MERGED_MAX_LENGTH (repeated tags; each entry's own
 # UNIQ_KEY makes its properties new, but the walk asks for one merge per batch of those): at most
@@ -114,6 +116,9 @@ _BatchMerging = tuple[str | None, list[tuple[bytes, bytes]], bytes, dict[bytes, 
 _MERGINGS_KEPT = 16
 _MERGED_KEPT = 256
 _MERGED_MAX_LENGTH = 512
+# Of properties differing only by their UNIQ_KEY's value, kept whatever their length: fewer.
+_KEYED_KEPT = 32
+_RAW_UNIQ_KEY = f"{MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX}{NAME_VALUE_SEPARATOR}".encode()
 _STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE})
 
@@ -434,7 +439,7 @@ class SendMessageProcessor(RequestProcessor):
         merging = self._batch_mergings.get(key)
         if merging is None:
             merging = self._batch_merging(*key)
-        delay_refused, fill, cluster, known = merging
+        delay_refused, fill, cluster, known, keyed = merging
         refused = refused or delay_refused
         tags_codes = self._raw_tags_codes
 
@@ -469,14 +474,20 @@ class SendMessageProcessor(RequestProcessor):
             raw_tags = find_raw_property(stored, _RAW_TAGS)
             code = tags_codes.get(raw_tags)
             done = stored, self._tags_code(raw_tags) if code is None else code
-            if len(sent) <= _MERGED_MAX_LENGTH:
+            # Properties holding a UNIQ_KEY are an entry's own: the walk keeps them without its value.
+            if len(sent) <= _MERGED_MAX_LENGTH and sent.find(_RAW_UNIQ_KEY) < 0:
                 if len(known) >= _MERGED_KEPT:
                     known.clear()
                 known[sent] = done
             return done
 
         try:
-            stored_entries, bad_entry = split_batch_merged(body, merge)
+            if refused is None:  # a refused batch's merge gives what no other batch's would
+                if len(keyed) >= _KEYED_KEPT:
+                    keyed.clear()
+                stored_entries, bad_entry = split_batch_merged(body, merge, keyed)
+            else:
+                stored_entries, bad_entry = split_batch_merged(body, merge)
         except RecordError as exc:
             raise RecordError(f"the batch body is malformed: {exc}") from None
         if not stored_entries:
@@ -514,7 +525,7 @@ class SendMessageProcessor(RequestProcessor):
         cluster = f"{MessageConst.CLUSTER}{NAME_VALUE_SEPARATOR}{cluster_name}".encode()
         if len(self._batch_mergings) >= _MERGINGS_KEPT:
             self._batch_mergings.clear()
-        merging = self._batch_mergings[properties, cluster_name] = (refused, fill, cluster, {})
+        merging = self._batch_mergings[properties, cluster_name] = (refused, fill, cluster, {}, {})
         return merging
 
     def _tags_code(self, raw_tags: bytes) -> int:

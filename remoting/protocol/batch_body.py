@@ -97,7 +97,8 @@ def _as_sent(props: bytes) -> tuple[bytes, int]:
     return props, 0
 
 
-def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordError | None]:
+def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None
+                   ) -> tuple[list[StoredEntry], RecordError | None]:
     """Each entry of a batch body as ``(flag, body, *merge(raw properties))``, its structure
     checked (RecordError), with the first RecordError ``merge`` raised, if any.
 
@@ -106,10 +107,12 @@ def walk_by_struct(body: bytes, merge: Merge) -> tuple[list[StoredEntry], Record
     its error is returned, not raised, so the caller can answer a malformed structure
     anywhere in the body before it; the entry it refused keeps its properties as sent. One walk
     builds the store's entries: a list of split entries merged by a second pass cost a third as
-    much again as the split."""
+    much again as the split. ``keyed``, when given, is what earlier walks with the same ``merge``
+    found of properties differing only by their UNIQ_KEY's value (``_merged``), and is added to."""
     entries: list[StoredEntry] = []
     merged: dict[bytes, tuple[bytes, int]] = {}
-    keyed: dict[bytes, tuple[bytes, int]] = {}
+    if keyed is None:
+        keyed = {}
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0
@@ -161,11 +164,13 @@ def _int32(body: bytes, at: int) -> int:
     return value - 0x100000000 if value & 0x80000000 else value
 
 
-def walk_by_bytes(body: bytes, merge: Merge) -> tuple[list[StoredEntry], RecordError | None]:
+def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None
+                  ) -> tuple[list[StoredEntry], RecordError | None]:
     """``walk_by_struct`` with the integers read a byte at a time (the compiled build's)."""
     entries: list[StoredEntry] = []
     merged: dict[bytes, tuple[bytes, int]] = {}
-    keyed: dict[bytes, tuple[bytes, int]] = {}
+    if keyed is None:
+        keyed = {}
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0

@@ -167,7 +167,7 @@ async def test_entries_differing_only_by_their_uniq_key_are_stored_as_if_each_we
     body = b"".join(entries)
     checked = []
 
-    def walk_checked(walked: bytes, merge: Merge) -> object:
+    def walk_checked(walked: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None) -> object:
         alone = []
         refused = None
         for _, _, props in split_batch(walked):
@@ -181,7 +181,7 @@ async def test_entries_differing_only_by_their_uniq_key_are_stored_as_if_each_we
             assert ([(props, code) for _, _, props, code in stored], None if bad is None else str(bad)) \
                 == (alone, refused)
         checked.append(len(alone))
-        return walk_by_struct(walked, merge)
+        return walk_by_struct(walked, merge, keyed)
 
     v1 = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102", defaultTopicQueueNums=4,
                                   queueId=0, sysFlag=0, bornTimestamp=1700000000123, flag=0,
@@ -204,7 +204,8 @@ def _raw_entry(flag: int, props: bytes) -> bytes:
 _HEADERS = st.sampled_from(["", "WAIT\x01true", "WAIT\x01true\x02A\x01h", "DELAY\x012", "DELAY\x01x",
                             "DELAY\x010\x02B\x01h", "CLUSTER\x01other\x02KEYS\x01k"])
 _ENTRY_PROPS = st.sampled_from([b"", b"TAGS\x01t", b"TAGS\x01t\x02A\x01own", b"A\x01a\x02", b"CLUSTER\x01C",
-                                b"TRAN_MSG\x01true", b"DELAY\x011", b"TAGS\x01\xff", b"TAGS\x01t\x02UNIQ_KEY\x01AB"])
+                                b"TRAN_MSG\x01true", b"DELAY\x011", b"TAGS\x01\xff", b"TAGS\x01t\x02UNIQ_KEY\x01AB",
+                                b"TAGS\x01t\x02UNIQ_KEY\x01CD", b"UNIQ_KEY\x01EF\x02A\x01own", b"UNIQ_KEY\x01G\xff"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -215,8 +216,8 @@ async def test_what_earlier_batches_merged_is_what_a_fresh_processor_merges(
     """The processor keeps, by header properties and cluster name, what they make of entries'
     properties and the merges done (_batch_merging): batch after batch -- header properties that
     refuse (a delay level) or not, transactional batches, the cluster name changed between them,
-    entries refused for their own properties -- each batch's entries, or its refusal, are what a
-    processor that kept nothing gives."""
+    entries refused for their own properties, entries differing only by their UNIQ_KEY's value --
+    each batch's entries, or its refusal, are what a processor that kept nothing gives."""
     async with send_processor(tmp_path_factory.mktemp("store")) as processor:
         topic_config = processor.broker.topic_config_manager.select_topic_config("T")
         assert topic_config is not None
