@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq.store")
 
 _MAX_GROUP_FLUSHES = 1  # fsyncs in flight for SYNC_FLUSH group commit (see GroupCommitService.start_flush)
-# Queues whose pending units are written per turn of the event loop before a consume queue flush:
-# a thorough flush after sends spread over 80,000 queues has a pwrite for most of them, and all in
-# one turn would hold every request for half a second.
-_PENDING_SLICE = 256
+# Queues taken out of the flush sets per turn of the event loop after a consume queue flush
+# (ConsumeQueueStore.forget_flushed, about a microsecond a queue): a thorough flush after sends
+# spread over 70,000 queues held the loop 70-120 ms in one piece for them.
+_FORGET_SLICE = 256
 
 
 class FlushRealTimeService:
@@ -162,42 +162,50 @@ class FlushConsumeQueueService:
         self.store = store
 
     async def run(self) -> None:
-        store = self.store
-        cfg = store.config
-        cqs = store.consume_queue_store
+        cfg = self.store.config
         last_thorough = time.monotonic()
         while True:
             await asyncio.sleep(cfg.flushIntervalConsumeQueue / 1000)
-            ts = store.commit_log.last_store_timestamp
             thorough = time.monotonic() - last_thorough >= cfg.flushConsumeQueueThoroughInterval / 1000
-            queues = list(cqs.to_flush.dirty if thorough else cqs.to_flush.due)
-            await self.write_pending(queues)
-            try:
-                await asyncio.to_thread(cqs.flush, queues, 0 if thorough else cfg.flushConsumeQueueLeastPages)
-            except OSError as exc:
-                log.error("flush consume queues failed: %s", exc)
-                continue
-            cqs.forget_flushed(queues)
-            if thorough:
+            if await self.flush_once(thorough) and thorough:
                 last_thorough = time.monotonic()
-                await asyncio.to_thread(store.index_service.flush)
-                checkpoint = store.checkpoint
-                if checkpoint is not None and ts:
-                    checkpoint.logics_msg_timestamp = ts
-                    checkpoint.index_msg_timestamp = self.index_flushed_timestamp(ts)
-                    await asyncio.to_thread(checkpoint.flush)
-            if store.index_dispatch is not None:
-                store.index_dispatch.ensure_running()
 
-    async def write_pending(self, queues: list[ConsumeQueue]) -> None:
-        """The units kept for unmapped files of ``queues`` (MappedFile.write_at) written, so the
-        flush syncs them and the checkpoint's logics time may pass them; a slice of queues per
-        turn of the loop."""
+    async def flush_once(self, thorough: bool) -> bool:
+        """One round: the queues due (or, ``thorough``, every dirty one) written and synced in a
+        thread (ConsumeQueueStore.flush: the units kept for unmapped files too), then, thorough,
+        the index and the checkpoint. The loop's part is the list of queues and taking the
+        synced ones out of the flush sets, a slice of queues per turn. False when the sync
+        failed (logged; the next round retries)."""
+        store = self.store
+        cfg = store.config
+        cqs = store.consume_queue_store
+        ts = store.commit_log.last_store_timestamp
+        queues = list(cqs.to_flush.dirty if thorough else cqs.to_flush.due)
+        try:
+            await asyncio.to_thread(cqs.flush, queues, 0 if thorough else cfg.flushConsumeQueueLeastPages)
+        except OSError as exc:
+            log.error("flush consume queues failed: %s", exc)
+            return False
+        await self.forget_flushed(queues)
+        if thorough:
+            await asyncio.to_thread(store.index_service.flush)
+            checkpoint = store.checkpoint
+            if checkpoint is not None and ts:
+                checkpoint.logics_msg_timestamp = ts
+                checkpoint.index_msg_timestamp = self.index_flushed_timestamp(ts)
+                await asyncio.to_thread(checkpoint.flush)
+        if store.index_dispatch is not None:
+            store.index_dispatch.ensure_running()
+        return True
+
+    async def forget_flushed(self, queues: list[ConsumeQueue]) -> None:
+        """ConsumeQueueStore.forget_flushed over ``queues``, a slice per turn of the loop (each
+        queue is judged as it stands when its slice runs: one written meanwhile stays dirty)."""
         cqs = self.store.consume_queue_store
-        for start in range(0, len(queues), _PENDING_SLICE):
+        for start in range(0, len(queues), _FORGET_SLICE):
             if start:
                 await asyncio.sleep(0)
-            cqs.write_pending(queues[start:start + _PENDING_SLICE])
+            cqs.forget_flushed(queues[start:start + _FORGET_SLICE])
 
     def index_flushed_timestamp(self, ts: int) -> int:
         """Store time up to which the index is on disk: the child's report, or ``ts`` inline."""

@@ -16,6 +16,7 @@ import logging
 import mmap
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 log = logging.getLogger("rocketmq.store")
@@ -46,6 +47,11 @@ _MMAP_OPTIONS: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 1
 # stray access fails with ValueError instead of touching freed memory.
 _UNMAPPED = mmap.mmap(-1, 1)
 _UNMAPPED.close()
+# Held by whoever reads or changes a file's pending bytes (MappedFile.write_at): the event loop
+# adds to them, and the ConsumeQueue flush's thread writes them to their files
+# (ConsumeQueueStore.flush). One lock for every file: a file's object stays small (80,000 of them
+# for 10,000 topics of 8 queues), and the loop waits on it at most one pwrite of the thread's.
+_PENDING_LOCK = threading.Lock()
 
 
 def start_allocator() -> None:
@@ -263,7 +269,8 @@ class MappedFile:
         if mm.closed:
             fd = os.open(self.path, os.O_RDWR)
             try:
-                self._write_pending(fd)
+                with _PENDING_LOCK:
+                    self._write_pending(fd)
                 mm = self.mm = mmap.mmap(fd, self.file_size, **_MMAP_OPTIONS)
             finally:
                 os.close(fd)
@@ -350,26 +357,30 @@ class MappedFile:
         (80,000 for 10,000 topics of 8 queues, against 10,000 mappings under a 20,000-descriptor
         limit) most units land in released files: writing each by open, pwrite and close cost
         8 µs of the event loop's time, mapping the file again more. Kept here, a file's units
-        go in one pwrite when the flush service writes them (``ConsumeQueueStore.write_pending``),
+        go in one pwrite when the flush service's thread writes them (``ConsumeQueueStore.flush``),
         when the file is mapped again (a reader), or when a page of them is waiting.
 
         Not yet in the file, they are not yet in the page cache: a killed broker loses them,
         and its recovery (abnormal, from the file the checkpoint vouches for) dispatches their
-        records again. ``flushed_position`` never passes them (``written_position``)."""
+        records again. ``flushed_position`` never passes them (``written_position``).
+
+        On the event loop only (its writer); the pending bytes are changed under ``_PENDING_LOCK``,
+        which the flush's thread holds while it writes them."""
         mm = self.mm
         if not mm.closed:
             mm[pos:pos + len(data)] = data
             return
-        pending = self.pending
-        if pending is not None and pos == self.pending_at + len(pending):
-            pending += data
-        else:
-            if pending is not None:
-                self.write_pending()  # not contiguous (a rewrite, say): the earlier bytes first
-            self.pending_at = pos  # before ``pending``: a flush thread reads them in the other order
-            self.pending = pending = bytearray(data)
-        if len(pending) >= PAGE_SIZE:
-            self.write_pending()
+        with _PENDING_LOCK:
+            pending = self.pending
+            if pending is not None and pos == self.pending_at + len(pending):
+                pending += data
+            else:
+                if pending is not None:
+                    self._open_and_write_pending()  # not contiguous (a rewrite, say): the earlier bytes first
+                self.pending_at = pos  # before ``pending``: a flush thread reads them in the other order
+                self.pending = pending = bytearray(data)
+            if len(pending) >= PAGE_SIZE:
+                self._open_and_write_pending()
 
     @property
     def written_position(self) -> int:
@@ -382,10 +393,21 @@ class MappedFile:
         return end
 
     def write_pending(self) -> None:
-        """The bytes ``write_at`` kept, written to the file (on the event loop: it alone adds to
-        them)."""
+        """The bytes ``write_at`` kept, written to the file: by the event loop (closing the file),
+        or by the ConsumeQueue flush's thread while the loop adds to them (both under
+        ``_PENDING_LOCK``). The descriptor is opened before the lock is taken, so the loop waits
+        on the lock at most for the pwrite. FileNotFoundError when the file was deleted."""
         if self.pending is None:
             return
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            with _PENDING_LOCK:
+                self._write_pending(fd)
+        finally:
+            os.close(fd)
+
+    def _open_and_write_pending(self) -> None:
+        """``write_pending`` for a caller holding ``_PENDING_LOCK``."""
         fd = os.open(self.path, os.O_WRONLY)
         try:
             self._write_pending(fd)
@@ -401,7 +423,8 @@ class MappedFile:
 
     def drop_pending(self) -> None:
         """Pending bytes discarded (the file is being deleted)."""
-        self.pending = None
+        with _PENDING_LOCK:
+            self.pending = None
 
     def write(self, pos: int, data: bytes | bytearray | memoryview) -> None:
         """``data`` into the file at ``pos``: less than a page through the mapping, a page or more
@@ -463,8 +486,8 @@ class MappedFile:
                 fd = os.open(self.path, os.O_RDWR)
             except OSError as exc:
                 # Out of descriptors: msync, which needs none (and holds the GIL), where the file is
-                # mapped. Mapping it again needs a descriptor too, and would write its pending bytes
-                # from this thread, racing the event loop that adds to them: the next flush retries.
+                # mapped. Mapping it again needs a descriptor too, and would add to the mapping
+                # budget (the event loop's, _Mappings) from this thread: the next flush retries.
                 mm = self.mm
                 if exc.errno not in (errno.EMFILE, errno.ENFILE) or mm.closed:
                     raise
