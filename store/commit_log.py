@@ -326,8 +326,10 @@ class CommitLog:
         once per length: producers give every entry its own UNIQ_KEY, so entries' properties
         differ but mostly not in length) and the properties. An entry whose properties are the
         previous entry's (the same object, as the walk hands repeated ones) reuses their checks
-        and lengths. Properties are searched for the part of the names the index reads until one
-        holds it: when none does, the index child need not read the batch."""
+        and lengths; properties of the previous entry's length (entries differing by their
+        UNIQ_KEY's value) reuse its topic part and size. Properties are searched for the part of
+        the names the index reads until one holds it: when none does, the index child need not
+        read the batch."""
         born, store = self._host(batch.born_host), self._host(batch.store_host)
         host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
         head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
@@ -350,24 +352,25 @@ class CommitLog:
         # An entry's properties, after the topic and their length; recomputed only when they are
         # not the previous entry's (the walk hands repeated properties as one object).
         last: bytes | None = None
-        topic_len, tail_len = b"", 0
+        topic_len, tail_len, props_len = b"", 0, -1
         for flag, body, props, tags_code in batch.entries:
             body_len = len(body)
             if body_len > max_body:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             if props is not last:
                 last = props
-                props_len = len(props)
-                cached = topic_lens.get(props_len)
                 if props.find(b"\0") >= 0:
                     return AppendMessageResult(AppendMessageStatus.NUL_IN_PROPERTIES)
-                if cached is None:
-                    if props_len > MAX_PROPERTIES_LENGTH:
-                        return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-                    cached = topic_lens[props_len] = topic + pack_len(props_len)
-                topic_len = cached
+                if len(props) != props_len:  # not the previous properties' length
+                    props_len = len(props)
+                    cached = topic_lens.get(props_len)
+                    if cached is None:
+                        if props_len > MAX_PROPERTIES_LENGTH:
+                            return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+                        cached = topic_lens[props_len] = topic + pack_len(props_len)
+                    topic_len = cached
+                    tail_len = len(topic_len) + props_len
                 keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
-                tail_len = len(topic_len) + props_len
             size = fixed + body_len + tail_len
             parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
                               body_len))
