@@ -73,10 +73,14 @@ class GroupCommitService:
         self._flushing_to = 0
         self._flushed_to = 0  # the end of the last group flush that completed
         self._start: asyncio.Handle | None = None  # the next flush, asked for at the end of this loop turn
-        # syncFlushTimeout in seconds, as the first put of this turn of the loop read it: once a
-        # turn rather than from the pydantic model (a third of a plain read's speed) by each of
-        # its puts; read each turn, an UPDATE_BROKER_CONFIG applies from the next.
-        self._timeout = store.config.syncFlushTimeout / 1000
+        # The loop time at which the waiters of this turn of the loop time out: its first put's
+        # plus syncFlushTimeout, which that put read once for the turn rather than from the
+        # pydantic model (a third of a plain read's speed) by each put (an UPDATE_BROKER_CONFIG
+        # applies from the next turn). The running loop is the one that put found: the other puts
+        # of the turn ask neither the loop's clock nor for the loop (a turn lasts a few ms at most
+        # of the timeout's seconds).
+        self._deadline = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def flushed_to(self, offset: int) -> asyncio.Future[bool]:
         """True once the log is on disk up to ``offset``; False after syncFlushTimeout.
@@ -86,10 +90,12 @@ class GroupCommitService:
             fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             fut.set_result(True)
             return fut
-        if self._start is not None:  # a flush asked for this turn: the turn's first put read the timeout
-            return self.waiters.add(offset, self._timeout)
-        self._timeout = self.store.config.syncFlushTimeout / 1000
-        fut = self.waiters.add(offset, self._timeout)
+        loop = self._loop
+        if self._start is not None and loop is not None:  # a flush asked for this turn: its first put's deadline
+            return self.waiters.add_until(offset, self._deadline, loop)
+        loop = self._loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + self.store.config.syncFlushTimeout / 1000
+        fut = self.waiters.add_until(offset, self._deadline, loop)
         self.start_flush()
         return fut
 

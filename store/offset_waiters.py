@@ -27,8 +27,12 @@ class OffsetWaiters:
     def add(self, offset: int, timeout: float) -> asyncio.Future[bool]:
         """True once ``release_upto`` covers ``offset``; False after ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
+        return self.add_until(offset, loop.time() + timeout, loop)
+
+    def add_until(self, offset: int, deadline: float, loop: asyncio.AbstractEventLoop) -> asyncio.Future[bool]:
+        """``add`` with the deadline (loop time) and the running loop given: the puts of one turn
+        of the loop share the first one's (GroupCommitService.flushed_to)."""
         fut: asyncio.Future[bool] = loop.create_future()
-        deadline = loop.time() + timeout
         self.entries.append((offset, fut, deadline))
         if self._watchdog is None or deadline < self._watchdog_at:
             # Sooner than the watchdog's time when the timeout was shortened: UPDATE_BROKER_CONFIG
