@@ -180,8 +180,9 @@ class FlushConsumeQueueService:
         """One round: the queues due (or, ``thorough``, every dirty one) written and synced in a
         thread (ConsumeQueueStore.flush: the units kept for unmapped files too), then, thorough,
         the index and the checkpoint. The loop's part is the list of queues and taking the
-        synced ones out of the flush sets, a slice of queues per turn. False when the sync
-        failed (logged; the next round retries)."""
+        synced ones out of the flush sets, a slice of queues per turn. False when a sync or
+        write failed (logged; the next round retries): a full disk must not end the service,
+        as Java's FlushConsumeQueueService logs and goes on."""
         store = self.store
         cfg = store.config
         cqs = store.consume_queue_store
@@ -193,16 +194,21 @@ class FlushConsumeQueueService:
             log.error("flush consume queues failed: %s", exc)
             return False
         await self.forget_flushed(queues)
+        done = True
         if thorough:
-            await asyncio.to_thread(store.index_service.flush)
-            checkpoint = store.checkpoint
-            if checkpoint is not None and ts:
-                checkpoint.logics_msg_timestamp = ts
-                checkpoint.index_msg_timestamp = self.index_flushed_timestamp(ts)
-                await asyncio.to_thread(checkpoint.flush)
+            try:
+                await asyncio.to_thread(store.index_service.flush)
+                checkpoint = store.checkpoint
+                if checkpoint is not None and ts:
+                    checkpoint.logics_msg_timestamp = ts
+                    checkpoint.index_msg_timestamp = self.index_flushed_timestamp(ts)
+                    await asyncio.to_thread(checkpoint.flush)
+            except OSError as exc:
+                log.error("flush index or checkpoint failed: %s", exc)
+                done = False
         if store.index_dispatch is not None:
             store.index_dispatch.ensure_running()
-        return True
+        return done
 
     async def forget_flushed(self, queues: list[ConsumeQueue]) -> None:
         """ConsumeQueueStore.forget_flushed over ``queues``, a slice per turn of the loop (each

@@ -5,6 +5,7 @@ and many files go in one syncfs (store/file_sync.py)."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 
 import pytest
@@ -187,6 +188,34 @@ async def test_the_flush_service_empties_the_dirty_set(tmp_path: str) -> None:
         assert await wait_until(lambda: not cqs.to_flush.dirty, 30, 0.02)
         assert all(cq.queue.is_flushed() for cq in cqs.all_queues())
         assert len(sent) == len(cqs.all_queues())
+    finally:
+        await store.shutdown()
+
+
+async def test_a_failed_checkpoint_write_does_not_end_the_flush_service(tmp_path: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk failing the thorough round's checkpoint write is logged and the round tried
+    again; the service goes on flushing (it had ended at the first such error, and with it every
+    later ConsumeQueue flush)."""
+    store = await started(str(tmp_path), flushIntervalConsumeQueue=20, flushConsumeQueueThoroughInterval=100)
+    checkpoint = store.checkpoint
+    assert checkpoint is not None
+    write = checkpoint.flush
+    calls: list[bool] = []
+
+    def full_disk_twice() -> None:
+        calls.append(len(calls) >= 2)
+        if not calls[-1]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write()
+
+    monkeypatch.setattr(checkpoint, "flush", full_disk_twice)
+    try:
+        put_spread(store, "f")
+        assert await wait_until(lambda: any(calls), 30, 0.02), f"checkpoint writes after the failures: {calls}"
+        assert store.append_message(message("Spread0", b"after", queue_id=0)).ok
+        cqs = store.consume_queue_store
+        assert await wait_until(lambda: not cqs.to_flush.dirty, 30, 0.02)
     finally:
         await store.shutdown()
 
