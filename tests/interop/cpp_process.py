@@ -7,6 +7,7 @@ client fails its test (bounded by a timeout) and never takes the test process do
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import platform
@@ -51,6 +52,7 @@ class CppProcess:
     def __init__(self, scenario: str, args: dict[str, Any], home: str) -> None:
         env = {**os.environ, "HOME": home, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
         argv = [sys.executable, "-m", "tests.interop.cpp_client", scenario, json.dumps(args)]
+        self.home = home
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, env=env, cwd=home)
         self.lines: list[dict[str, Any]] = []
@@ -93,6 +95,15 @@ class CppProcess:
             parts.append(self._stderr.get_nowait())
         return "".join(parts)
 
+    def client_log(self, lines: int = 40) -> str:
+        """The end of the C++ client's own log ($HOME/logs/rocketmq-cpp): what it did before a
+        failure its exception does not explain (a route it did not get, a connection it lost)."""
+        logs = sorted(glob.glob(os.path.join(self.home, "logs", "rocketmq-cpp", "*")), key=os.path.getmtime)
+        if not logs:
+            return "(no client log)"
+        with open(logs[-1], errors="replace") as f:
+            return f"{logs[-1]}:\n" + "".join(f.readlines()[-lines:])
+
     def of(self, kind: str) -> list[dict[str, Any]]:
         with self._lock:
             return [line for line in self.lines if line.get("kind") == kind]
@@ -113,7 +124,8 @@ class CppProcess:
                 if predicate(self):
                     return
                 raise AssertionError(f"the C++ client exited ({self.proc.returncode}) before {what}; "
-                                     f"lines: {self.lines[-20:]}; stderr: {self.stderr()[-2000:]}")
+                                     f"lines: {self.lines[-20:]}; stderr: {self.stderr()[-2000:]}; "
+                                     f"its log: {self.client_log()}")
             time.sleep(0.05)
 
     def finish(self, timeout: float = 60.0) -> list[dict[str, Any]]:
@@ -132,7 +144,8 @@ class CppProcess:
             self._close()
             raise AssertionError(late) from None
         self._close()
-        assert self.proc.returncode == 0, f"C++ client exited {self.proc.returncode}: {self.stderr()[-3000:]}"
+        assert self.proc.returncode == 0, (f"C++ client exited {self.proc.returncode}: {self.stderr()[-3000:]}\n"
+                                           f"its log: {self.client_log()}")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Ask a push consumer to shut down (committing its offsets) and wait for it, bounded."""
