@@ -17,6 +17,7 @@ import rocketmq_py.remoting.protocol.heartbeat
 import rocketmq_py.remoting.protocol.namesrv
 import rocketmq_py.remoting.protocol.transaction
 from rocketmq_py.remoting.header import CommandHeader, HeaderError, parse_boolean, parse_int, parse_long
+from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeaderV2
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -64,6 +65,9 @@ def test_integers_are_read_as_java_reads_them(text: str) -> None:
 @given(st.text(max_size=8))
 def test_booleans_are_true_only_for_true_in_any_case(text: str) -> None:
     assert parse_boolean(text) is (text.lower() == "true")
+    # The generated readers spell the parse inline: read through one too.
+    ext = {**_good(SendMessageRequestHeaderV2), SendMessageRequestHeaderV2.wire_key("batch"): text}
+    assert SendMessageRequestHeaderV2.from_ext_fields(ext).batch is (text.lower() == "true")
 
 
 def _headers() -> list[type[CommandHeader]]:
