@@ -25,6 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rocketmq_py.store.mapped_file import FILESYSTEM_SYNCS
+
 if TYPE_CHECKING:
     from rocketmq_py.store.mapped_file import MappedFile
 
@@ -53,11 +55,13 @@ def syncfs(path: str) -> bool:
     if func is None:
         return False
     fd = os.open(path, os.O_RDONLY)
+    FILESYSTEM_SYNCS.started += 1  # it cleans the CommitLog's pages populated ahead too
     try:
         if func(fd) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"syncfs of {path}: {os.strerror(err)}")
     finally:
+        FILESYSTEM_SYNCS.ended += 1
         os.close(fd)
     return True
 

@@ -47,6 +47,23 @@ _MMAP_OPTIONS: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 1
 # stray access fails with ValueError instead of touching freed memory.
 _UNMAPPED = mmap.mmap(-1, 1)
 _UNMAPPED.close()
+# A file's ``writable`` when nothing of its mapping is known populated writable.
+_NONE_WRITABLE = (0, 0, -1)
+
+
+class SyncCount:
+    """Syncs started and ended (equal when none runs): of one file (``MappedFile.syncs``) or of
+    the whole filesystem (``FILESYSTEM_SYNCS``, store.file_sync's syncfs), either of which cleans
+    the pages the warmer populated ahead of the writer (``MappedFile.writable``)."""
+
+    __slots__ = ("ended", "started")
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.ended = 0
+
+
+FILESYSTEM_SYNCS = SyncCount()
 # Held by whoever reads or changes a file's pending bytes (MappedFile.write_at): the event loop
 # adds to them, and the ConsumeQueue flush's thread writes them to their files
 # (ConsumeQueueStore.flush). One lock for every file: a file's object stays small (80,000 of them
@@ -225,8 +242,8 @@ MAPPINGS = _Mappings()
 
 class MappedFile:
     __slots__ = ("_address", "_write_fd", "file_from_offset", "file_size", "flushed_position", "mm", "path",
-                 "pending", "pending_at", "read_ahead_from", "read_ahead_to", "release_idle", "reserved", "warm_mark",
-                 "warm_requested", "wrote_position")
+                 "pending", "pending_at", "read_ahead_from", "read_ahead_to", "release_idle", "reserved", "syncs",
+                 "warm_mark", "warm_requested", "writable", "wrote_position")
 
     def __init__(self, path: str, file_size: int, mapped: bool = True) -> None:
         """An existing file of ``file_size`` bytes (see ``create_reserved``); ``mapped=False``
@@ -258,6 +275,12 @@ class MappedFile:
         # pages ahead, and how far it has asked already.
         self.warm_mark = 0
         self.warm_requested = 0
+        # The bytes [start, end) of the mapping the warmer has populated writable and dirty
+        # (MADV_POPULATE_WRITE), as (start, end, sync_mark()): true while no sync has started
+        # since. A sync writes the populated zeros too and cleans their pages, and a store into a
+        # clean page faults to dirty it again (docs/store-formats.md#writing-the-commitlog).
+        self.writable = _NONE_WRITABLE
+        self.syncs = SyncCount()
         # ``read_ahead``'s bookkeeping: the bytes it last asked the kernel to read in.
         self.read_ahead_from = 0
         self.read_ahead_to = 0
@@ -302,6 +325,7 @@ class MappedFile:
         self.end_writes()
         MAPPINGS.discard(self)
         self._address = None
+        self.writable = _NONE_WRITABLE  # the pages were populated in this mapping, not the next
         with contextlib.suppress(BufferError):  # a reader's view still alive: left to the GC
             self.mm.close()
         self.mm = _UNMAPPED
@@ -437,10 +461,11 @@ class MappedFile:
         put 5.1-5.9 µs through the mapping, 6.1-6.7 by pwrite); a page or more faults on every
         page it reaches, and a batch of 32 sends (36 KiB) cost 43-76 µs of kernel time through
         the mapping under ASYNC_FLUSH's flushes, 20-22 by pwrite. A page written either way is
-        the same page: readers of the mapping, flushes and a killed process see the same bytes."""
+        the same page: readers of the mapping, flushes and a killed process see the same bytes.
+        Into pages the warmer made writable (``is_writable``), any size goes through the mapping."""
         size = len(data)
         mm = self.mm
-        if size < PAGE_SIZE and not mm.closed:
+        if (size < PAGE_SIZE or self.is_writable(pos, size)) and not mm.closed:
             mm[pos:pos + size] = data
             return
         fd = self._kept_fd()
@@ -453,11 +478,35 @@ class MappedFile:
         descriptor: a record around a large body (its head and tail are under a page each)
         goes in without a joined copy of the body and without the head or tail touching the
         mapping, where a store to a page not yet in the page cache faults and the kernel reads
-        ahead (zero-fills) a window of pages inside the event loop."""
+        ahead (zero-fills) a window of pages inside the event loop. Where the warmer has made the
+        pages writable (``is_writable``), each part is copied into the mapping instead."""
+        size = sum(map(len, parts))
+        mm = self.mm
+        if self.is_writable(pos, size) and not mm.closed:
+            for part in parts:
+                end = pos + len(part)
+                mm[pos:end] = part
+                pos = end
+            return
         fd = self._kept_fd()
         written = os.pwritev(fd, parts, pos)
-        if written != sum(map(len, parts)):  # as in ``write``
+        if written != size:  # as in ``write``
             _pwrite_rest(fd, b"".join(parts), pos, written)
+
+    def is_writable(self, pos: int, size: int) -> bool:
+        """Whether the bytes [pos, pos + size) are in pages the warmer populated writable in this
+        mapping, with no sync since (``writable``): a copy into them takes no fault, and costs
+        less than ``pwrite`` into the same pages, which goes through the filesystem's write path
+        page by page (a 1 MiB record 60 against 163 µs of CPU here, a 36 KiB batch 3.3 against 6.3)."""
+        start, end, mark = self.writable
+        return mark == self.syncs.started + FILESYSTEM_SYNCS.started and start <= pos and pos + size <= end
+
+    def sync_mark(self) -> int | None:
+        """What moves whenever a sync of this file (or its filesystem) starts; None while one
+        runs."""
+        syncs, fs = self.syncs, FILESYSTEM_SYNCS
+        started = syncs.started + fs.started
+        return started if started == syncs.ended + fs.ended else None
 
     def _kept_fd(self) -> int:
         """The descriptor ``write`` and ``write_parts`` keep until ``end_writes``."""
@@ -482,24 +531,32 @@ class MappedFile:
         written = self.written_position
         end = written if up_to is None else min(up_to, written)
         if end > self.flushed_position:
+            syncs = self.syncs
+            syncs.started += 1  # the sync cleans the pages populated ahead too (``writable``)
             try:
-                fd = os.open(self.path, os.O_RDWR)
-            except OSError as exc:
-                # Out of descriptors: msync, which needs none (and holds the GIL), where the file is
-                # mapped. Mapping it again needs a descriptor too, and would add to the mapping
-                # budget (the event loop's, _Mappings) from this thread: the next flush retries.
-                mm = self.mm
-                if exc.errno not in (errno.EMFILE, errno.ENFILE) or mm.closed:
-                    raise
-                mm.flush()
-            else:
-                try:
-                    _datasync(fd)
-                finally:
-                    os.close(fd)
+                self._sync()
+            finally:
+                syncs.ended += 1
             # Two group-commit flushes may run at once: the position only moves forward.
             self.flushed_position = max(self.flushed_position, end)
         return self.flushed_position
+
+    def _sync(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError as exc:
+            # Out of descriptors: msync, which needs none (and holds the GIL), where the file is
+            # mapped. Mapping it again needs a descriptor too, and would add to the mapping
+            # budget (the event loop's, _Mappings) from this thread: the next flush retries.
+            mm = self.mm
+            if exc.errno not in (errno.EMFILE, errno.ENFILE) or mm.closed:
+                raise
+            mm.flush()
+        else:
+            try:
+                _datasync(fd)
+            finally:
+                os.close(fd)
 
     def read(self, pos: int, size: int) -> bytes:
         mm = self.mm

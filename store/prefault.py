@@ -134,6 +134,7 @@ class PageWarmer:
     def _populate(self, mf: MappedFile, start: int, stop: int) -> None:
         madvise = self._madvise
         assert madvise is not None
+        writable = self.advice == MADV_POPULATE_WRITE
         base = mf.address()
         pos = start
         while base is not None and pos < stop and mf.mapped:
@@ -146,6 +147,7 @@ class PageWarmer:
                 if pos >= stop:
                     return
             length = min(_CALL_BYTES, stop - pos)
+            mark = mf.sync_mark()
             if madvise(base + pos, length, self.advice) != 0:
                 err = ctypes.get_errno()
                 if err in (errno.EINVAL, errno.ENOSYS, errno.EPERM):
@@ -153,5 +155,18 @@ class PageWarmer:
                              self.advice, errno.errorcode.get(err, err))
                     self.enabled = False
                 return  # ENOMEM and the like: the file was unmapped under us
+            if writable and mark is not None:
+                self._made_writable(mf, base, pos, pos + length, mark)
             self.populated += length
             pos += length
+
+    @staticmethod
+    def _made_writable(mf: MappedFile, base: int, start: int, end: int, mark: int) -> None:
+        """[start, end) populated writable: added to the file's ``writable`` bytes when no sync
+        ran meanwhile (``mark``, from before the call: one that did may have cleaned them) and the
+        mapping is the one populated, where the writer may then copy into them
+        (MappedFile.is_writable)."""
+        if mf.sync_mark() != mark or mf.address() != base:
+            return
+        low, high, at = mf.writable
+        mf.writable = (low if at == mark and high == start else start, end, mark)

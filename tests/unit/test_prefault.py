@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from rocketmq_py.store.commit_log import (
 )
 from rocketmq_py.store.config import FlushDiskType, MessageStoreConfig
 from rocketmq_py.store.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue
+from rocketmq_py.store.file_sync import syncfs
 from rocketmq_py.store.mapped_file import MappedFile, create_reserved
 from rocketmq_py.store.prefault import MADV_POPULATE_READ, MADV_POPULATE_WRITE, PageWarmer
 from tests.store_helpers import message
@@ -131,6 +133,78 @@ def test_an_overtaken_warmer_starts_again_past_the_writer(tmp_path: object) -> N
 def test_sync_flush_populates_without_dirtying(tmp_path: object) -> None:
     log = commit_log(tmp_path, flushDiskType=FlushDiskType.SYNC_FLUSH)
     assert log.warmer.advice == MADV_POPULATE_READ
+    log.append_message(message("T", b"r" * 100))
+    mf = log.queue.files[-1]
+    log.warmer._populate(mf, 0, 2 * MiB)
+    assert not mf.is_writable(PAGE, PAGE), "pages populated readable are not the writer's to copy into"
+    log.queue.close()
+
+
+@pytest.fixture
+def reserved_file(tmp_path: object) -> Iterator[MappedFile]:
+    path = os.path.join(str(tmp_path), "00000000000000000000")
+    create_reserved(path, 16 * MiB, 16 * MiB)
+    mf = MappedFile(path, 16 * MiB)
+    yield mf
+    mf.close()
+
+
+def minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
+def test_a_large_record_goes_into_pages_populated_writable_through_the_mapping(reserved_file: MappedFile) -> None:
+    """Pages the warmer populated writable take a record by a copy into the mapping, with no
+    fault; once a sync has cleaned them (it writes the populated zeros too), by pwritev again.
+    Either way the file holds the record's bytes."""
+    mf = reserved_file
+    warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE)
+    if not warmer.enabled:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    warmer._populate(mf, 0, 4 * MiB)
+    warmer._populate(mf, 4 * MiB, 8 * MiB)  # contiguous: one run of writable bytes
+    assert mf.is_writable(0, 8 * MiB) and not mf.is_writable(7 * MiB, 2 * MiB)
+    parts: list[bytes | bytearray | memoryview] = [os.urandom(100), os.urandom(3 * MiB), os.urandom(50)]
+    record = b"".join(parts)
+    before = minor_faults()
+    mf.write_parts(3 * MiB, parts)
+    assert minor_faults() - before < 16, "a store into populated pages faulted"
+    assert mf._write_fd is None, "went by pwritev"
+    assert mf.read(3 * MiB, len(record)) == record
+    mf.wrote_position = 3 * MiB + len(record)
+    mf.flush()
+    assert not mf.is_writable(7 * MiB, 4096), "a sync cleaned the pages ahead"
+    mf.write_parts(7 * MiB, parts)
+    assert mf._write_fd is not None
+    assert mf.read(7 * MiB, len(record)) == record
+    with open(mf.path, "rb") as f:
+        f.seek(3 * MiB)
+        assert f.read(len(record)) == record
+    warmer._populate(mf, 12 * MiB, 13 * MiB)  # after the sync: writable again
+    assert mf.is_writable(12 * MiB, MiB) and not mf.is_writable(11 * MiB, 2 * MiB)
+    mf.unmap()
+    assert not mf.is_writable(12 * MiB, PAGE), "populated in the mapping released"
+
+
+def test_pages_populated_while_a_sync_runs_are_not_taken_as_writable(reserved_file: MappedFile) -> None:
+    mf = reserved_file
+    warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE)
+    if not warmer.enabled:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    mf.syncs.started += 1  # a sync has started (the flush thread's): it may clean what is populated now
+    warmer._populate(mf, 0, 2 * MiB)
+    assert not mf.is_writable(0, PAGE)
+    mf.syncs.ended += 1
+    warmer._populate(mf, 2 * MiB, 4 * MiB)
+    assert mf.is_writable(2 * MiB, 2 * MiB) and not mf.is_writable(MiB, 2 * MiB)
+    parts = [b"h" * 100, bytes(range(256)) * 4096, b"t" * 10]
+    mf.write(2 * MiB, b"".join(parts))
+    assert mf._write_fd is None
+    assert mf.read(2 * MiB, 100 + MiB + 10) == b"".join(parts)
+    # A sync of the whole filesystem (the ConsumeQueues' flush of many files) cleans them too.
+    if not syncfs(mf.path):
+        pytest.skip("no syncfs here")
+    assert not mf.is_writable(3 * MiB, PAGE)
 
 
 def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
