@@ -217,7 +217,9 @@ class FrameDecoder:
         into = self._into
         if into is None:
             self._after_large = False
-            return self._feed(_read_buffer()[:nbytes].tobytes(), True)
+            # The read buffer itself: what is kept of it (bodies, headers, a frame's start) is
+            # copied out, each byte once, not the whole read first and then each part again.
+            return self._feed(_read_buffer()[:nbytes], True)
         filled = self._filled + nbytes
         self._need -= nbytes
         if self._need > 0:
@@ -247,7 +249,8 @@ class FrameDecoder:
         """The commands completed by ``data``, the next bytes of the stream."""
         return self._feed(data, False)
 
-    def _feed(self, data: bytes, into: bool) -> list[RemotingCommand]:
+    def _feed(self, data: bytes | memoryview, into: bool) -> list[RemotingCommand]:
+        """``data`` is a view of the thread's read buffer when ``into``: nothing may keep it."""
         out: list[RemotingCommand] = []
         pos = 0
         cmd = self._cmd
@@ -272,8 +275,19 @@ class FrameDecoder:
         # With nothing held, frames are cut straight out of ``data``: a large body is copied
         # once (into its own bytes) instead of three times (into, out of and off the buffer).
         if buf:
-            buf += data
-            src: bytes | bytearray = buf
+            held = len(buf) - self._pos
+            need = 4 + _PREFIX.unpack_from(buf, self._pos)[0] - held if held >= 8 else 0
+            if 0 < need < len(data):
+                # The held frame completed by as much of ``data`` as it lacks, and the frames
+                # after it cut out of ``data`` too, not copied into ``buf`` first.
+                view = data if isinstance(data, memoryview) else memoryview(data)
+                out = self._feed(view[:need], into)
+                if not buf and self._cmd is None:
+                    return out + self._feed(view[need:], into)
+                buf += view[need:]
+            else:
+                buf += data
+            src: bytes | bytearray | memoryview = buf
             pos = self._pos
         else:
             src = data
@@ -296,8 +310,10 @@ class FrameDecoder:
                 decode = DECODERS.get(stype)
                 if decode is None:
                     raise FrameError(f"unknown serialize type {stype}")
+                header = src[hstart:bstart]
                 try:
-                    cmd = decode(src[hstart:bstart])  # every decoder reads bytes and bytearrays alike
+                    # every decoder reads bytes and bytearrays alike; none may keep a view of the read
+                    cmd = decode(header.tobytes() if isinstance(header, memoryview) else header)
                 except HeaderDecodeError as exc:
                     raise FrameError(str(exc)) from None
                 if fend > end:

@@ -196,6 +196,8 @@ def _read_streams(streams: list[list[tuple[int, bytes | None]]], sizes: list[int
             break
         k = live[i % len(live)]
         ats[k], got = _read_into(decoders[k], wires[k], ats[k], sizes[i % len(sizes)])
+        # bytes, never a view of the read buffer the next read overwrites (a view equals bytes)
+        assert all(type(c.body) is bytes for c in got if c.body is not None)
         outs[k].extend(got)
     assert outs == sent
     assert all(type(c.body) is bytes for out in outs for c in out if c.body is not None)
