@@ -120,6 +120,11 @@ def store_plain_sends(processor: SendMessageProcessor, conn: RemotingConnection,
     broker's time per send. The first send that is anything else ends the run, including
     every malformed header: the full path then checks it and answers what is wrong with it.
     So the checks here only choose the path; the full path owns every error remark."""
+    if not requests or requests[0].code != _SEND_MESSAGE_V2:
+        # None taken, known before the broker's settings are read: a batch, or another code
+        # (every request of the send processor's codes asks here first, twice when a read
+        # brings several of one code: once for the run, once by itself).
+        return []
     broker = processor.broker
     cfg = broker.broker_config
     if not cfg.brokerPermission & _PERM_WRITE:
