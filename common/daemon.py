@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from rocketmq_py.common.heap import freeze_startup_heap
+from rocketmq_py.common.heap import freeze_startup_heap, keep_freed_heap
 from rocketmq_py.common.metrics import DaemonMetrics
 from rocketmq_py.common.properties import ConfigError
 
@@ -112,6 +112,7 @@ async def serve_until_signalled(controller: Controller, metrics: DaemonMetrics |
     scripts wait for it on stdout), serve until SIGINT/SIGTERM, then close the exporter and shut
     the controller down cleanly."""
     raise_open_file_limit()
+    keep_freed_heap()
     # Handlers first: a signal sent the moment the boot line appears must already drain.
     stop = wait_for_stop_signal()
     start_default_executor(asyncio.get_running_loop())
