@@ -20,7 +20,6 @@ import pytest
 from rocketmq_py.store import prefault
 from rocketmq_py.store.commit_log import (
     COMMIT_LOG_NO_READAHEAD,
-    COMMIT_LOG_READ_AHEAD,
     COMMIT_LOG_RESERVE_CHUNK,
     CommitLog,
 )
@@ -258,36 +257,3 @@ def evicted(mf: MappedFile) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-
-
-def test_a_read_asks_the_disk_for_the_window_after_it(tmp_path: object) -> None:
-    """CommitLog.read_ahead: the written bytes of COMMIT_LOG_READ_AHEAD from a read's offset come
-    into memory without the reader touching them, asked again only when a read leaves the window
-    or passes its middle; the bytes read are the bytes written."""
-    log = commit_log(tmp_path, warmAheadCommitLog=0)
-    try:
-        body = os.urandom(256 * 1024)
-        results = [log.append_message(message("T", body)) for _ in range(160)]  # 40 MiB and a bit
-        mf = log.queue.files[-1]
-        evicted(mf)
-        if resident_pages(mf, 0, 32 * MiB) > 64:
-            pytest.skip("this filesystem kept the pages it was told to drop")
-        first = results[8].wrote_offset
-        log.read_ahead(first)
-        start = first - first % PAGE
-        stop = start + COMMIT_LOG_READ_AHEAD
-        assert wait_resident(mf, start, stop) == (stop - start) // PAGE
-        assert resident_pages(mf, stop + 4 * MiB, 40 * MiB) == 0, "read in past the window"
-        asked = (mf.read_ahead_from, mf.read_ahead_to)
-        log.read_ahead(first + COMMIT_LOG_READ_AHEAD // 2 - MiB)  # inside, short of the middle
-        assert (mf.read_ahead_from, mf.read_ahead_to) == asked
-        log.read_ahead(first + COMMIT_LOG_READ_AHEAD // 2 + MiB)  # past the middle: the next window
-        assert mf.read_ahead_to == first + COMMIT_LOG_READ_AHEAD // 2 + MiB + COMMIT_LOG_READ_AHEAD
-        stop2 = mf.read_ahead_to - mf.read_ahead_to % PAGE
-        assert wait_resident(mf, stop, stop2) == (stop2 - stop) // PAGE
-        log.read_ahead(first - MiB)  # behind the window: asked again from there
-        assert mf.read_ahead_from == first - MiB
-        for r in results:
-            assert log.get_data(r.wrote_offset, r.wrote_bytes)[-len(body) - 200:].find(body) >= 0
-    finally:
-        log.queue.close()
