@@ -435,29 +435,20 @@ class CommitLog:
             last.end_writes()
             pos = offset - mf.file_from_offset  # 0: the records were built for the file's start
         if pos + size > mf.warm_mark:
-            self._ahead(mf, pos + size, size)
+            self._ahead(mf, pos + size)
         return mf, pos
 
-    def _ahead(self, mf: MappedFile, end: int, size: int = 0) -> None:
-        """Before a write of ``size`` bytes up to ``end``: the blocks reserved (DiskFullError when
-        the disk has no room; nothing is written then) and, unless the write is large, the pages
-        warmed ahead of the writer. ``warm_mark`` stays half a chunk short of the reservation, so
-        the put path checks one position for both.
-
-        A write of ``_BODY_WRITTEN_APART`` or more asks for no warming: it goes in by pwrite(v),
-        which brings fresh page cache in for a fraction of what populating it through the mapping
-        costs (docs/store-formats.md#writing-the-commitlog: 150 against 1,050 µs per MiB of a new
-        file's fresh memory), so a warmer ahead of large records only spends a core on what the
-        writer does cheaper. ``warm_mark`` then stays behind: the next put comes back here, and a
-        small one asks for the window again (until it is populated, small writes past
-        ``warm_requested`` go by pwrite too, MappedFile.write)."""
+    def _ahead(self, mf: MappedFile, end: int) -> None:
+        """Before a write up to ``end``: the blocks reserved (DiskFullError when the disk has no
+        room; nothing is written then) and the pages warmed, ahead of the writer. ``warm_mark``
+        stays half a chunk short of the reservation, so the put path checks one position for
+        both."""
         # Always reserved past the writer: half a chunk, or as far as the warmer populates, so no
         # page is made writable before its blocks are reserved (docs/store-disk-full.md).
         half = self._reserve_ahead
         if mf.reserved < mf.file_size and end + half > mf.reserved:
             mf.reserve(end + half, half)
-        if size < _BODY_WRITTEN_APART:
-            self.warmer.request(mf, end)
+        self.warmer.request(mf, end)
         if mf.reserved < mf.file_size and mf.warm_mark > mf.reserved - half:
             mf.warm_mark = mf.reserved - half
 

@@ -490,15 +490,10 @@ class MappedFile:
         page it reaches, and a batch of 32 sends (36 KiB) cost 43-76 µs of kernel time through
         the mapping under ASYNC_FLUSH's flushes, 20-22 by pwrite. A page written either way is
         the same page: readers of the mapping, flushes and a killed process see the same bytes.
-        Into pages the warmer made writable (``is_writable``), any size goes through the mapping.
-        A small write past the pages asked of the warmer (``warm_requested``: it is off, or was not
-        asked ahead of large records, CommitLog._ahead) goes by pwrite: through the mapping, its
-        fault on a page not in the page cache would read ahead (zero-fill) up to 8 MiB of the
-        file's unwritten part inside the event loop."""
+        Into pages the warmer made writable (``is_writable``), any size goes through the mapping."""
         size = len(data)
         mm = self.mm
-        if ((size < PAGE_SIZE and pos + size <= self.warm_requested) or self.is_writable(pos, size)) \
-                and not mm.closed:
+        if (size < PAGE_SIZE or self.is_writable(pos, size)) and not mm.closed:
             mm[pos:pos + size] = data
             return
         fd = self._kept_fd()

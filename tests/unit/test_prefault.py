@@ -89,7 +89,7 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
 
 
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
-    body = bytes(range(256)) * 64  # under _BODY_WRITTEN_APART: larger records ask for no warming
+    body = bytes(range(256)) * 256
     results = [warm_log.append_message(message("T", body))]
     while warm_log.queue.files[-1].wrote_position < 5 * MiB:
         results.append(warm_log.append_message(message("T", body)))
@@ -102,41 +102,6 @@ def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
     for r in results:
         record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
         assert record is not None and body in record
-
-
-def test_large_records_ask_for_no_warming(warm_log: CommitLog) -> None:
-    """Records of _BODY_WRITTEN_APART or more go in by pwritev, which brings fresh pages in far
-    cheaper than the warmer would: none is asked for, until a small record comes."""
-    big = os.urandom(MiB)
-    results = [warm_log.append_message(message("T", big)) for _ in range(3)]
-    mf = warm_log.queue.files[-1]
-    assert mf.warm_requested == 0 and warm_log.warmer.populated == 0
-    assert not mf.is_writable(mf.wrote_position, PAGE)
-    small = warm_log.append_message(message("T", b"s" * 100))
-    end = mf.wrote_position
-    assert mf.warm_requested >= end + MiB, "a small record asks for the window again"
-    assert wait_resident(mf, end - end % PAGE, end - end % PAGE + MiB) == MiB // PAGE
-    for r, body in [*((r, big) for r in results), (small, b"s" * 100)]:
-        record = warm_log.get_data(r.wrote_offset, r.wrote_bytes)
-        assert record is not None and body in record
-
-
-def test_a_small_write_past_the_warmed_window_goes_by_pwrite(reserved_file: MappedFile) -> None:
-    """Through the mapping, a store to a page not in the page cache faults, and the kernel reads
-    ahead (zero-fills) the file's unwritten part around it inside the writer's thread."""
-    mf = reserved_file
-    mf.write(3 * MiB, b"p" * 100)  # nothing asked of a warmer
-    assert mf._write_fd is not None, "went through the mapping"
-    assert resident_pages(mf, 3 * MiB + 8 * PAGE, 4 * MiB) == 0
-    mf.end_writes()
-    mf.warm_requested = 2 * MiB
-    mf.write(2 * MiB - 100, b"q" * 100)  # within what was asked: through the mapping
-    assert mf._write_fd is None
-    with open(mf.path, "rb") as f:
-        f.seek(2 * MiB - 100)
-        assert f.read(100) == b"q" * 100
-        f.seek(3 * MiB)
-        assert f.read(100) == b"p" * 100
 
 
 def test_an_overtaken_warmer_starts_again_past_the_writer(tmp_path: object) -> None:
