@@ -198,9 +198,9 @@ class AppendMessageResult:
 
 
 _I16 = struct.Struct(">h")
-# A batch's records ready to copy: their parts, ConsumeQueue units (offset, size, tag hash), size,
-# and whether no entry names a key the index reads.
-_BuiltBatch = tuple[list[bytes | memoryview], list[tuple[int, int, int]], int, bool]
+# A batch's records ready to copy: their parts, ConsumeQueue units (offset, size, tag hash), offsets,
+# size, and whether no entry names a key the index reads.
+_BuiltBatch = tuple[list[bytes | memoryview], list[tuple[int, int, int]], list[int], int, bool]
 _BLANK = struct.Struct(">ii")
 # A record's fixed bytes besides its hosts, where the topic field built here (``_topic``) holds
 # the topic's length byte.
@@ -306,7 +306,7 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if isinstance(built, AppendMessageResult):
             return built
-        parts, units, total, keyless = built
+        parts, units, offsets, total, keyless = built
         found = self._offset_for(total)
         if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
@@ -315,7 +315,7 @@ class CommitLog:
         if start != offset:
             built = self._build_batch(batch, topic, start, first_queue_offset, queued, store_ts)
             assert not isinstance(built, AppendMessageResult)  # the same entries passed the same checks
-            parts, units, total, keyless = built
+            parts, units, offsets, total, keyless = built
         if mf is None:
             mf, pos = self._place(start, total)
         mf.write(pos, b"".join(parts))
@@ -326,7 +326,7 @@ class CommitLog:
             self.topic_queue_table[key] = first_queue_offset + len(units)
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, start, total, store_ts, first_queue_offset, len(units),
-                                   self._host(batch.store_host), [u[0] for u in units], units, (), keyless)
+                                   self._host(batch.store_host), offsets, units, (), keyless)
 
     def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,
                      store_ts: int) -> _BuiltBatch | AppendMessageResult:
@@ -344,7 +344,8 @@ class CommitLog:
         born, store = self._host(batch.born_host), self._host(batch.store_host)
         host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
         head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
-        # A record's size: this, its body's length and its tail's.
+        # A record's size: this, its body's length and its tail's (``sized``: this and its tail's,
+        # added once per properties' length rather than once per record).
         fixed = _FIXED + len(born) + len(store) - _I16.size
         max_body = self.config.maxMessageSize
         queue_id = batch.queue_id
@@ -358,12 +359,15 @@ class CommitLog:
         base = offset
         parts: list[bytes | memoryview] = []
         units = []
+        # The records' offsets, for their message ids: appended here rather than taken from the
+        # units by a comprehension afterwards (callgrind: 5k instructions less per batch of 32).
+        offsets = []
         topic_lens: dict[int, bytes] = {}
         keyed = False
         # An entry's properties, after the topic and their length; recomputed only when they are
         # not the previous entry's (the walk hands repeated properties as one object).
         last: bytes | None = None
-        topic_len, tail_len, props_len = b"", 0, -1
+        topic_len, sized, props_len = b"", 0, -1
         for flag, body, props, tags_code in batch.entries:
             body_len = len(body)
             if body_len > max_body:
@@ -380,18 +384,19 @@ class CommitLog:
                             return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
                         cached = topic_lens[props_len] = topic + pack_len(props_len)
                     topic_len = cached
-                    tail_len = len(topic_len) + props_len
+                    sized = fixed + len(topic_len) + props_len
                 keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
-            size = fixed + body_len + tail_len
+            size = sized + body_len
             parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
                               body_len))
             parts.append(body)
             parts.append(topic_len)
             parts.append(props)
             units.append((offset, size, tags_code))
+            offsets.append(offset)
             offset += size
             queue_offset += step
-        return parts, units, offset - base, not keyed
+        return parts, units, offsets, offset - base, not keyed
 
     def _offset_for(self, size: int) -> tuple[MappedFile | None, int] | None:
         """Where ``size`` bytes of records go, decided without writing anything: ``(file,

@@ -116,7 +116,7 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0
-    last, last_stored = None, (b"", 0)  # the properties of the entry before, as sent and as stored
+    last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
     stored: tuple[bytes, int] | None
     unpack_head, unpack_len = _ENTRY_HEAD.unpack_from, _I16.unpack_from
     view = memoryview(body)
@@ -138,9 +138,7 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
             entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
             pos = q
             continue
-        if props == last:  # the previous entry's (a batch of one tag): compared, not hashed and looked up
-            stored = last_stored
-        else:
+        if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
             stored = merged.get(props)
             if stored is None:
                 try:
@@ -152,8 +150,9 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
                     if like is not None:
                         like_len, like_head, like_tail, like_suffix, like_code = like
                         like_at, like_end = len(like_head), like_len - len(like_tail)
-            last, last_stored = props, stored
-        entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
+            last = props
+            last_props, last_code = stored
+        entries.append((flag, view[pos + 20:p], last_props, last_code))
         pos = q
     return entries, refused
 
@@ -174,7 +173,7 @@ def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
     like_at = like_end = 0
-    last, last_stored = None, (b"", 0)  # the properties of the entry before, as sent and as stored
+    last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
     stored: tuple[bytes, int] | None
     view = memoryview(body)
     pos, end = 0, len(body)
@@ -199,9 +198,7 @@ def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int
             entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
             pos = q
             continue
-        if props == last:  # the previous entry's (a batch of one tag): compared, not hashed and looked up
-            stored = last_stored
-        else:
+        if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
             stored = merged.get(props)
             if stored is None:
                 try:
@@ -213,8 +210,9 @@ def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int
                     if like is not None:
                         like_len, like_head, like_tail, like_suffix, like_code = like
                         like_at, like_end = len(like_head), like_len - len(like_tail)
-            last, last_stored = props, stored
-        entries.append((flag, view[pos + 20:p], stored[0], stored[1]))
+            last = props
+            last_props, last_code = stored
+        entries.append((flag, view[pos + 20:p], last_props, last_code))
         pos = q
     return entries, refused
 
