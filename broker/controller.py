@@ -74,8 +74,8 @@ STARTUP_ONLY_KEYS = frozenset({
     "rocketmqHome", "brokerIP1", "brokerIP2", "brokerName", "brokerClusterName", "brokerId", "metricsPort",
     "aclEnable", "aclPlainFile", "aclWatchInterval", "traceTopicEnable", "msgTraceTopicName",
     "storePathRootDir", "storePathCommitLog", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
-    "flushDiskType", "warmMapedFileEnable", "warmAheadCommitLog", "brokerRole", "haListenPort", "haMasterAddress",
-    "haSendHeartbeatInterval", "haHousekeepingInterval", "slaveTimeout", "checkCRCOnRecover",
+    "flushDiskType", "warmMapedFileEnable", "warmAheadCommitLog", "warmCommitLogThreads", "brokerRole", "haListenPort",
+    "haMasterAddress", "haSendHeartbeatInterval", "haHousekeepingInterval", "slaveTimeout", "checkCRCOnRecover",
     "messageIndexEnable", "messageIndexSafe", "messageIndexInChildProcess", "maxHashSlotNum", "maxIndexNum",
     "messageDelayLevel",
 })

@@ -240,7 +240,8 @@ class CommitLog:
     def __init__(self, config: MessageStoreConfig) -> None:
         self.config = config
         self.warmer = PageWarmer(config.warmAheadCommitLog, MADV_POPULATE_READ
-                                 if config.flushDiskType == FlushDiskType.SYNC_FLUSH else MADV_POPULATE_WRITE)
+                                 if config.flushDiskType == FlushDiskType.SYNC_FLUSH else MADV_POPULATE_WRITE,
+                                 threads=config.warmCommitLogThreads)
         # Only a new file's head goes without readahead: past it the warmer is ahead of the
         # writer, and pulls of old data after a restart read ahead as usual.
         self._reserve_ahead = max(COMMIT_LOG_RESERVE_CHUNK // 2, self.warmer.ahead if self.warmer.enabled else 0)

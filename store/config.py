@@ -58,6 +58,9 @@ class MessageStoreConfig(BaseModel):
     # Wider than what is in flight at once: 8 sends of 1 MiB arrive in one read, and the pages
     # a 4 MiB window had not reached were faulted in by the loop (bench/scale.py mb_1mib).
     warmAheadCommitLog: int = Field(default=32 * 1024 * 1024, ge=0)
+    # This project's: how many threads populate that window side by side (store/prefault.py): two
+    # keep ahead of 1 MiB sends where one is overtaken.
+    warmCommitLogThreads: int = Field(default=2, ge=1)
     brokerRole: BrokerRole = BrokerRole.ASYNC_MASTER
     # Replication (docs/ha.md). The broker's startup sets haListenPort to listenPort + 1, as
     # Java's BrokerStartup does, whatever the config says.

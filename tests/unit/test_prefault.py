@@ -83,9 +83,11 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
     # A sparse file's far tail stays out of memory: the window is populated, not the file (the
     # kernel's own readahead of a fault reaches some MiB further, never this far).
     assert resident_pages(mf, 48 * MiB, FILE_SIZE) == 0
-    thread = warm_log.warmer._thread
-    assert thread is not None and thread.native_id is not None
-    assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 19, "warming only takes CPU nobody else wants"
+    threads = warm_log.warmer._threads
+    assert len(threads) == warm_log.config.warmCommitLogThreads
+    for thread in threads:
+        assert thread.native_id is not None
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == 19, "warming only takes CPU nobody else wants"
 
 
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
@@ -185,6 +187,30 @@ def test_a_large_record_goes_into_pages_populated_writable_through_the_mapping(r
     assert not mf.is_writable(12 * MiB, PAGE), "populated in the mapping released"
 
 
+def test_pieces_populated_out_of_order_join_into_one_writable_run(reserved_file: MappedFile) -> None:
+    """Several warming threads finish their pieces out of order: a piece past a gap waits until
+    the gap's piece joins it, and the writer gets the whole run."""
+    mf = reserved_file
+    warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE, threads=2)
+    if not warmer.enabled:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE")
+    warmer._populate(mf, 2 * MiB, 3 * MiB)
+    warmer._populate(mf, 4 * MiB, 5 * MiB)  # ahead of a gap
+    assert mf.is_writable(2 * MiB, MiB) and not mf.is_writable(2 * MiB, 2 * MiB)
+    warmer._populate(mf, 3 * MiB, 4 * MiB)  # the gap
+    assert mf.is_writable(2 * MiB, 3 * MiB)
+    mf.wrote_position = 5 * MiB + 100  # the writer has passed that run: the next one is its
+    warmer._populate(mf, 7 * MiB, 8 * MiB)
+    warmer._populate(mf, 6 * MiB, 7 * MiB)
+    assert mf.is_writable(6 * MiB, 2 * MiB) and not mf.is_writable(4 * MiB, PAGE)
+    mf.syncs.started += 1
+    mf.syncs.ended += 1
+    assert not mf.is_writable(6 * MiB, PAGE), "a sync cleaned them"
+    warmer._populate(mf, 9 * MiB, 10 * MiB)  # since the sync: a run of its own, the older ones gone
+    warmer._populate(mf, 8 * MiB, 9 * MiB)
+    assert mf.is_writable(8 * MiB, 2 * MiB) and not mf.is_writable(7 * MiB, 2 * MiB)
+
+
 def test_pages_populated_while_a_sync_runs_are_not_taken_as_writable(reserved_file: MappedFile) -> None:
     mf = reserved_file
     warmer = PageWarmer(AHEAD, MADV_POPULATE_WRITE)
@@ -213,7 +239,7 @@ def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
         mf = log.queue.files[-1]
         # Back at the mark only to reserve more blocks (CommitLog._ahead), never to warm.
         assert mf.warm_mark == mf.reserved - COMMIT_LOG_RESERVE_CHUNK // 2
-        assert log.warmer.populated == 0 and log.warmer._thread is None
+        assert log.warmer.populated == 0 and not log.warmer._threads
     finally:
         log.queue.close()
 
