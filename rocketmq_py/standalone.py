@@ -96,6 +96,9 @@ def broker_configs(host: str, broker_port: int, home: str, options: list[str]
 
 async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettyServerConfig, MessageStoreConfig],
                  home: str, demo_only: bool, metrics_port: int = -1, dashboard_port: int = -1) -> None:
+    # Handlers first, as every daemon's (common/daemon.py): a SIGTERM sent once the boot lines are
+    # out, while the demo still runs, then shuts down cleanly instead of killing the process.
+    stop = wait_for_stop_signal()
     namesrv = NamesrvController(
         NamesrvConfig(rocketmqHome=home, kvConfigPath=os.path.join(home, "namesrv", "kvConfig.json"),
                       configStorePath=os.path.join(home, "namesrv", "namesrv.properties")),
@@ -129,7 +132,7 @@ async def _serve(host: str, port: int, broker_setup: tuple[BrokerConfig, NettySe
         await _demo(namesrv.address, broker.broker_addr)
         if not demo_only:
             print(f"Ready: point clients at NAMESRV_ADDR={namesrv.address}. Ctrl-C to stop.", flush=True)
-            await wait_for_stop_signal().wait()
+            await stop.wait()
     finally:
         if dashboard is not None:
             dashboard_stop.set()

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.integration.daemons import ROOT
+from tests.integration.daemons import ROOT, _spawn
 
 
 def test_standalone_demo_runs_end_to_end(tmp_path: str) -> None:
@@ -21,3 +21,12 @@ def test_standalone_demo_runs_end_to_end(tmp_path: str) -> None:
         assert f"'hello rocketmq-py #{i}'" in out.stdout
     assert "route of DemoTopic from the NameServer -> code 0" in out.stdout
     assert os.path.isdir(os.path.join(str(tmp_path), "store", "commitlog"))
+
+
+def test_sigterm_during_the_demo_shuts_down_cleanly(tmp_path: str) -> None:
+    """A SIGTERM sent as soon as the broker's boot line is out lands while the demo runs: the
+    handlers are in place from the start, so it shuts down cleanly (exit 0), not killed by it."""
+    standalone = _spawn("mqstandalone", ["rocketmq_py.standalone", "--port", "0", "--broker-port", "0",
+                                         "--home", str(tmp_path)],
+                        str(tmp_path), "boot success. serializeType=JSON and name server")
+    assert standalone.stop() == 0, "\n".join(standalone.lines[-20:])
