@@ -28,8 +28,11 @@ StoredEntry = tuple[int, bytes | memoryview, bytes, int]
 Merge = Callable[[bytes], tuple[bytes, int]]
 
 # An entry's total size, flag and body length: its magic code and body CRC are skipped (``x``), not
-# made into ints nothing reads (the store computes the CRC of what it stores).
+# made into ints nothing reads (the store computes the CRC of what it stores). ``walk_by_struct``
+# reads it with the properties' length after an empty body (``2x``), so that the read itself
+# refuses an entry of fewer than its fixed bytes (struct.error) and the walk computes no length left.
 _ENTRY_HEAD = struct.Struct(">i8xii")
+_ENTRY_HEAD_FIXED = struct.Struct(">i8xii2x")
 _I16 = struct.Struct(">h")
 # The fixed bytes of an entry: its five int32 and the properties length.
 _ENTRY_FIXED = 22
@@ -118,24 +121,29 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
     like_at = like_end = 0
     last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
     stored: tuple[bytes, int] | None
-    unpack_head, unpack_len = _ENTRY_HEAD.unpack_from, _I16.unpack_from
+    unpack_head, unpack_len = _ENTRY_HEAD_FIXED.unpack_from, _I16.unpack_from
     view = memoryview(body)
     pos, end = 0, len(body)
+    # Each sum below is an int object made and freed (200 instructions): an entry's places are
+    # each computed once, and the entry's fixed bytes are checked by its head's read.
     while pos < end:
-        if end - pos < _ENTRY_FIXED:
-            raise RecordError("truncated batch entry")
-        total, flag, body_len = unpack_head(body, pos)
-        p = pos + 20 + body_len  # where the properties' length is
-        if body_len < 0 or p + 2 > end:
+        try:
+            total, flag, body_len = unpack_head(body, pos)
+        except struct.error:
+            raise RecordError("truncated batch entry") from None
+        start = pos + 20  # the body's
+        p = start + body_len  # where the properties' length is
+        at = p + 2  # the properties'
+        if body_len < 0 or at > end:
             raise RecordError("batch entry body length does not fit")
         (props_len,) = unpack_len(body, p)
-        q = p + 2 + props_len  # the entry's end
+        q = at + props_len  # the entry's end
         if props_len < 0 or pos + total != q or q > end:
             raise RecordError("batch entry size does not match its lengths")
-        props = body[p + 2:q]
+        props = body[at:q]
         if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
                 and props[like_at:like_end].isalnum():
-            entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
+            entries.append((flag, view[start:p], props + like_suffix, like_code))
             pos = q
             continue
         if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
@@ -152,7 +160,7 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
                         like_at, like_end = len(like_head), like_len - len(like_tail)
             last = props
             last_props, last_code = stored
-        entries.append((flag, view[pos + 20:p], last_props, last_code))
+        entries.append((flag, view[start:p], last_props, last_code))
         pos = q
     return entries, refused
 
