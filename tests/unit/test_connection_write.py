@@ -134,3 +134,52 @@ async def test_large_frames_round_trip_through_a_socket() -> None:
         transport.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_frames_queued_on_many_connections_leave_at_the_end_of_the_turn() -> None:
+    """One end-of-turn callback for the loop writes every connection's frames, one write each."""
+    pairs = [_connection() for _ in range(3)]
+    for i, (conn, _) in enumerate(pairs):
+        conn.write_command(_command(i, b"a"))
+        conn.write_command(_command(i + 10, b"b"))
+    assert all(not transport.calls for _, transport in pairs), "nothing before the turn ends"
+    await asyncio.sleep(0)  # the turn's end was scheduled before this task's wake-up
+    for i, (_, transport) in enumerate(pairs):
+        assert [kind for kind, _ in transport.calls] == ["write"]
+        assert [c.ext_fields for c in FrameDecoder().feed(transport.stream())] == [{"n": str(i)}, {"n": str(i + 10)}]
+    # a connection closed before its turn ends writes nothing, and the others still do
+    (first, t1), (second, t2) = _connection(), _connection()
+    first.write_command(_command(1, b"x"))
+    second.write_command(_command(2, b"y"))
+    first.connection_lost(None)
+    await asyncio.sleep(0)
+    assert not t1.calls and [kind for kind, _ in t2.calls] == ["write"]
+    second.write_command(_command(3, b"z"))  # and the next turn is flushed afresh
+    await asyncio.sleep(0)
+    assert len(t2.calls) == 2
+
+
+async def test_calls_of_one_turn_on_many_connections_time_out_each() -> None:
+    """Sync calls written in one turn with one timeout share a timer across connections: each
+    unanswered call still times out with its own connection's address, an answered one does not,
+    and a call with another timeout in the same turn keeps its own."""
+    from rocketmq_py.remoting.exceptions import RemotingTimeoutError
+
+    conns = [_connection()[0] for _ in range(4)]
+    for i, conn in enumerate(conns):
+        conn.remote_addr = f"127.0.0.1:{i + 1}"
+    requests = [_command(i, b"q") for i in range(4)]
+    futures = [conn.invoke(req, 10.0 if i == 2 else 0.05)
+               for i, (conn, req) in enumerate(zip(conns, requests, strict=True))]
+    batches = {conn._pending[req.opaque].batch for conn, req in zip(conns, requests, strict=True)}
+    assert len(batches) == 3, "0 and 1 share a timer; 2's timeout opens another; 3 another again"
+    conns[1].data_received(encode_frame(requests[1].response(body=b"answer")))
+    assert (await asyncio.wait_for(futures[1], 1)).body == b"answer"
+    for i in (0, 3):
+        with pytest.raises(RemotingTimeoutError, match=f"127.0.0.1:{i + 1}"):
+            await asyncio.wait_for(futures[i], 2)
+        assert conns[i].pending_count == 0
+    assert not futures[2].done(), "its own 10 s timeout, not the others'"
+    conns[2].connection_lost(None)  # a closed connection fails what it has pending
+    with pytest.raises(Exception, match="closed"):
+        await asyncio.wait_for(futures[2], 1)
