@@ -48,7 +48,9 @@ class BusyPoller:
     __slots__ = ("__weakref__", "_active", "_last_end", "_loop", "_until", "max", "window")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, max_seconds: float) -> None:
-        self._loop = loop
+        # Weak: ``_pollers`` is keyed weakly by the loop, and a value holding its key would keep
+        # every loop that ever polled (one per test, say) alive.
+        self._loop = weakref.ref(loop)
         self.max = max_seconds
         self.window = 0.0
         self._last_end = float("-inf")
@@ -75,15 +77,17 @@ class BusyPoller:
         now = self._last_end = _monotonic()
         if self.window:
             self._until = now + self.window
-            if not self._active:
+            loop = self._loop()
+            if not self._active and loop is not None:
                 self._active = True
-                self._loop.call_soon(self._poll)
+                loop.call_soon(self._poll)
 
     def _poll(self) -> None:
         # A ready callback makes the loop poll its sockets without blocking, then run this again.
-        if _monotonic() < self._until:
+        loop = self._loop()
+        if _monotonic() < self._until and loop is not None:
             _yield()
-            self._loop.call_soon(self._poll)
+            loop.call_soon(self._poll)
         else:
             self._active = False
 

@@ -93,3 +93,19 @@ async def test_sdk_clients_poll_longer_than_daemons_by_default() -> None:
     assert off.remoting.config.busy_poll_max_micros == 0
     await instance.remoting.close()
     await off.remoting.close()
+
+
+def test_a_loop_that_polled_is_freed_with_its_poller() -> None:
+    import gc
+    import weakref
+
+    loop = asyncio.new_event_loop()
+    try:
+        poller = busy_poller(200, loop)
+        assert poller is not None
+    finally:
+        loop.close()
+    gone = weakref.ref(loop)
+    del loop, poller
+    gc.collect()
+    assert gone() is None, "the table of pollers must not keep a closed loop alive"
