@@ -11,7 +11,7 @@ import logging
 import mmap
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import starmap
 
 from rocketmq_py.store.mapped_file import PAGE_SIZE, MappedFile, MappedFileQueue
@@ -21,6 +21,13 @@ log = logging.getLogger("rocketmq.store")
 CQ_STORE_UNIT_SIZE = 20
 _UNIT = struct.Struct(">qiq")
 _BLANK_UNIT = _UNIT.pack(0, 0x7FFFFFFF, 0)
+# Packs of a batch's units by their count (``put_unit_fields``): one call for them all, where a call
+# per unit cost a bytes object and its freeing each (callgrind, a batch of 32: 10k instructions).
+# Counts up to _UNITS_PACKED, the usual batches (a producer's batch is at most 4 MiB, its
+# entries usually tens): each Struct is made once, and the cache forgotten past _UNITS_PACKS.
+_UNITS_PACKED = 1024
+_UNITS_PACKS = 64
+_UNITS_PACK: dict[int, Callable[..., bytes]] = {}
 
 
 _SCAN_UNITS = 4096
@@ -239,22 +246,33 @@ class ConsumeQueue:
         files = self.queue.files
         return bool(files) and files[-1].wrote_position + count * CQ_STORE_UNIT_SIZE <= files[-1].reserved
 
-    def put_units(self, units: list[tuple[int, int, int]], first_cq_offset: int) -> bool:
-        """Units ``first_cq_offset`` onwards in one write, when they follow the last unit in
-        the current file and fit in it; False (nothing written) otherwise, for the caller to
-        put them one at a time through ``put_message_position_info``."""
+    def put_unit_fields(self, fields: list[int], first_cq_offset: int) -> bool:
+        """Units ``first_cq_offset`` onwards in one write, given as their fields one after
+        another (offset, size, tag hash, offset, ...), when they follow the last unit in the
+        current file and fit in it; False (nothing written) otherwise, for the caller to put
+        them one at a time through ``put_message_position_info``."""
         files = self.queue.files
-        if not files or units[0][0] < self.max_physic_offset:
+        if not files or fields[0] < self.max_physic_offset:
             return False
         mf = files[-1]
         pos = mf.wrote_position
-        end = pos + len(units) * CQ_STORE_UNIT_SIZE
+        count = len(fields) // 3
+        end = pos + count * CQ_STORE_UNIT_SIZE
         if end > mf.reserved or mf.file_from_offset + pos != first_cq_offset * CQ_STORE_UNIT_SIZE:
             return False
-        mf.write_at(pos, b"".join(starmap(_UNIT.pack, units)))
+        pack = _UNITS_PACK.get(count)
+        if pack is not None:
+            data = pack(*fields)
+        elif count <= _UNITS_PACKED:
+            if len(_UNITS_PACK) >= _UNITS_PACKS:
+                _UNITS_PACK.clear()
+            pack = _UNITS_PACK[count] = struct.Struct(f">{'qiq' * count}").pack
+            data = pack(*fields)
+        else:  # a Struct of that many fields would cost more to make than it saves
+            data = b"".join(starmap(_UNIT.pack, zip(fields[::3], fields[1::3], fields[2::3], strict=True)))
+        mf.write_at(pos, data)
         mf.wrote_position = end
-        offset, size, _ = units[-1]
-        self.max_physic_offset = offset + size
+        self.max_physic_offset = fields[-3] + fields[-2]
         self.note_written()
         return True
 

@@ -77,14 +77,14 @@ class CommitLogDispatcher:
     def dispatch_batch(self, batch: MessageExtBatch, result: AppendMessageResult) -> None:
         """``dispatch`` for a batch: its units go into the ConsumeQueue in one write when they
         fit in the current file, else one by one."""
-        units = result.units
-        assert units is not None
+        fields = result.unit_fields
+        assert fields is not None
         topic, queue_id, first = batch.topic, batch.queue_id, result.logics_offset
         if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             cq = self.find_consume_queue(topic, queue_id)
-            if not cq.put_units(units, first):
-                for i, (offset, size, tags_code) in enumerate(units):
-                    cq.put_message_position_info(offset, size, tags_code, first + i)
+            if not cq.put_unit_fields(fields, first):
+                for i in range(0, len(fields), 3):
+                    cq.put_message_position_info(fields[i], fields[i + 1], fields[i + 2], first + i // 3)
             listener = self.message_arriving_listener
             if listener is not None:
                 store_ts = result.store_timestamp
@@ -93,7 +93,7 @@ class CommitLogDispatcher:
                         break
         if self.index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             prefix = f"{topic}#".encode()
-            for (_flag, _body, props, _), (offset, _, _) in zip(batch.entries, units, strict=True):
+            for (_flag, _body, props, _), offset in zip(batch.entries, result.offsets, strict=True):
                 self.index_record(prefix, props, offset, result.store_timestamp)
 
     def dispatch_run(self, entries: Sequence[RunEntry], result: AppendMessageResult) -> None:

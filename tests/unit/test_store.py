@@ -678,3 +678,33 @@ async def test_a_batch_stores_each_entry_s_own_properties_and_says_whether_any_h
             assert decode_record(record).flag == flag
     finally:
         await store.shutdown()
+
+
+@pytest.mark.parametrize(("units_per_file", "counts"), [(50, [3, 40, 30]), (5000, [1030, 2])])
+async def test_a_batch_s_consume_queue_units_are_its_records_in_one_write_or_one_by_one(
+        tmp_path: str, units_per_file: int, counts: list[int]) -> None:
+    """A batch's units go into its queue in one pack when they fit in the current file (a Struct
+    per count, or per unit past 1,024 units) and one by one across a file's end: every unit is
+    its record's offset, size and tag hash, at its queue offset."""
+    store = DefaultMessageStore(small_config(str(tmp_path), mappedFileSizeConsumeQueue=units_per_file * 20,
+                                             mappedFileSizeCommitLog=1 << 20, messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    try:
+        queue_offset = 0
+        for n, count in enumerate(counts):
+            entries: list[StoredEntry] = [(0, f"b{n}-{i}".encode() * (1 + i % 3), b"TAGS\x01t", -1 - i)
+                                          for i in range(count)]
+            result = store.append_messages(MessageExtBatch("CQ", 0, entries, store_host=STORE_HOST))
+            append = result.append_result
+            assert result.status is PutMessageStatus.PUT_OK and append is not None
+            assert append.logics_offset == queue_offset
+            cq = store.find_consume_queue("CQ", 0)
+            for i, offset in enumerate(append.offsets):
+                record = store.look_message_by_offset(offset)
+                assert record is not None
+                assert cq.unit_at(queue_offset + i) == (offset, len(record), -1 - i)
+            queue_offset += count
+        assert store.get_max_offset_in_queue("CQ", 0) == queue_offset
+    finally:
+        await store.shutdown()
