@@ -34,6 +34,14 @@ Merge = Callable[[bytes], tuple[bytes, int]]
 _ENTRY_HEAD = struct.Struct(">i8xii")
 _ENTRY_HEAD_FIXED = struct.Struct(">i8xii2x")
 _I16 = struct.Struct(">h")
+# ``walk_by_struct``'s readers of an entry's properties length and properties in one call, by the
+# length they expect (the entry before's: a batch's entries mostly have properties of one length);
+# made once per length, the cache forgotten past _PROPS_READERS_KEPT lengths. A walk stops guessing
+# after _PROPS_GUESSES wrong guesses, each a read wasted.
+PropsReader = Callable[[bytes, int], tuple[int, bytes]]
+_PROPS_READERS: dict[int, PropsReader] = {}
+_PROPS_READERS_KEPT = 256
+_PROPS_GUESSES = 3
 # The fixed bytes of an entry: its five int32 and the properties length.
 _ENTRY_FIXED = 22
 # An entry's own message id, as its name and separator (MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX).
@@ -100,6 +108,16 @@ def _as_sent(props: bytes) -> tuple[bytes, int]:
     return props, 0
 
 
+def _props_reader(length: int) -> PropsReader:
+    """A reader of the properties length at a place and the ``length`` bytes after it."""
+    reader = _PROPS_READERS.get(length)
+    if reader is None:
+        if len(_PROPS_READERS) >= _PROPS_READERS_KEPT:
+            _PROPS_READERS.clear()
+        reader = _PROPS_READERS[length] = struct.Struct(f">h{length}s").unpack_from
+    return reader
+
+
 def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None
                    ) -> tuple[list[StoredEntry], RecordError | None]:
     """Each entry of a batch body as ``(flag, body, *merge(raw properties))``, its structure
@@ -122,10 +140,15 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
     last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
     stored: tuple[bytes, int] | None
     unpack_head, unpack_len = _ENTRY_HEAD_FIXED.unpack_from, _I16.unpack_from
+    # The properties length expected (the entry before's) and its reader, while guessing.
+    guess, read_props, wrong = -2, None, 0  # -2: never a length read, nor the -1 of none read
+    props_len: int
     view = memoryview(body)
     pos, end = 0, len(body)
     # Each sum below is an int object made and freed (200 instructions): an entry's places are
-    # each computed once, and the entry's fixed bytes are checked by its head's read.
+    # each computed once, and the entry's fixed bytes are checked by its head's read. Its
+    # properties length and properties are read in one call when their length is the one
+    # expected, rather than their length read and the properties sliced.
     while pos < end:
         try:
             total, flag, body_len = unpack_head(body, pos)
@@ -136,11 +159,28 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
         at = p + 2  # the properties'
         if body_len < 0 or at > end:
             raise RecordError("batch entry body length does not fit")
-        (props_len,) = unpack_len(body, p)
-        q = at + props_len  # the entry's end
-        if props_len < 0 or pos + total != q or q > end:
-            raise RecordError("batch entry size does not match its lengths")
-        props = body[at:q]
+        if read_props is not None:
+            try:
+                props_len, props = read_props(body, p)
+            except struct.error:  # fewer bytes left than expected
+                props_len = -1
+        else:
+            props_len = -1
+        if props_len == guess:  # read whole: within the body, not below 0
+            q = at + props_len  # the entry's end
+            if pos + total != q:
+                raise RecordError("batch entry size does not match its lengths")
+        else:
+            (props_len,) = unpack_len(body, p)
+            q = at + props_len
+            if props_len < 0 or pos + total != q or q > end:
+                raise RecordError("batch entry size does not match its lengths")
+            props = body[at:q]
+            if wrong < _PROPS_GUESSES:
+                wrong += 1
+                guess, read_props = props_len, _props_reader(props_len)
+            else:
+                read_props = None
         if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
                 and props[like_at:like_end].isalnum():
             entries.append((flag, view[start:p], props + like_suffix, like_code))

@@ -17,7 +17,10 @@ from rocketmq_py.remoting.protocol.batch_body import Merge, StoredEntry, walk_by
 from rocketmq_py.remoting.protocol.message import RecordError
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
-ENTRY = st.tuples(INT32, st.binary(max_size=300), st.binary(max_size=40))
+# Properties mostly of a few lengths, as a batch's are (walk_by_struct reads them by the length of the
+# entry before's), with any others between.
+ENTRY = st.tuples(INT32, st.binary(max_size=300), st.one_of(
+    st.binary(max_size=40), st.sampled_from([b"TAGS\x01a", b"TAGS\x01b", b"KEYS\x01k!", b""])))
 
 
 def _entry(flag: int, body: bytes, props: bytes) -> bytes:
@@ -44,7 +47,7 @@ def _walked(walk: Callable[[bytes, Merge], tuple[list[StoredEntry], RecordError 
 
 
 @settings(max_examples=300, deadline=None)
-@given(entries=st.lists(ENTRY, max_size=6), cut=st.integers(0, 4000), spot=st.integers(0, 4000),
+@given(entries=st.lists(ENTRY, max_size=10), cut=st.integers(0, 4000), spot=st.integers(0, 4000),
        byte=st.integers(0, 255), tail=st.binary(max_size=30),
        how=st.sampled_from(["whole", "cut", "changed", "tail"]))
 def test_both_walks_read_every_body_alike(entries: list[tuple[int, bytes, bytes]], cut: int, spot: int, byte: int,
@@ -68,3 +71,15 @@ def test_both_walks_read_every_body_alike(entries: list[tuple[int, bytes, bytes]
 
 def test_the_build_walks_the_way_it_runs_fastest() -> None:
     assert batch_body.split_batch_merged is (walk_by_bytes if compiled() else walk_by_struct)
+
+
+def test_both_walks_read_alike_entries_of_one_properties_length_cut_or_changed_anywhere() -> None:
+    """walk_by_struct reads an entry's properties by the length of the entry before's: every cut and
+    every byte changed (its total size, lengths, properties) is read as walk_by_bytes reads it."""
+    body = b"".join(_entry(i, bytes((i,)) * (i * 7 % 30), b"TAGS\x01" + bytes((97 + i % 2,))) for i in range(6))
+    for at in range(len(body) + 1):
+        assert _walked(walk_by_struct, body[:at], _merge) == _walked(walk_by_bytes, body[:at], _merge)
+    for at in range(len(body)):
+        for byte in (0, 1, 6, 0x7F, 0x80, 0xFF):
+            changed = body[:at] + bytes((byte,)) + body[at + 1:]
+            assert _walked(walk_by_struct, changed, _merge) == _walked(walk_by_bytes, changed, _merge)
