@@ -708,3 +708,25 @@ async def test_a_batch_s_consume_queue_units_are_its_records_in_one_write_or_one
         assert store.get_max_offset_in_queue("CQ", 0) == queue_offset
     finally:
         await store.shutdown()
+
+
+@pytest.mark.parametrize("first", [0, 2**32 - 4, 2**32 - 3, 2**40])
+async def test_a_batch_s_records_hold_their_queue_offsets_below_and_past_2_32(tmp_path: str, first: int) -> None:
+    """The batch builder packs the queue offsets of a batch below 2**32 as an unsigned int32 after
+    four zero bytes, and others as an int64: the records are encode_record's either way."""
+    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    try:
+        store.commit_log.topic_queue_table[("Q32", 0)] = first
+        entries: list[StoredEntry] = [(0, f"body-{i}".encode(), b"TAGS\x01a", 7) for i in range(4)]
+        append = store.commit_log.append_batch(MessageExtBatch("Q32", 0, entries, store_host=STORE_HOST))
+        assert append.status.value == "PUT_OK" and append.logics_offset == first
+        for i, offset in enumerate(append.offsets):
+            record = store.look_message_by_offset(offset)
+            assert record is not None
+            assert decode_record(record).queue_offset == first + i
+            assert encode_record(decode_record(record)) == bytes(record)
+        assert store.commit_log.topic_queue_table[("Q32", 0)] == first + 4
+    finally:
+        await store.shutdown()
