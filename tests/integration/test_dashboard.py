@@ -97,6 +97,8 @@ class ConsumerThread:
         self.call(self.consumer.shutdown())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+        assert not self.thread.is_alive(), "the consumer's loop did not stop"
+        self.loop.close()  # its selector and self-pipe, which a loop collected unclosed warns of
 
 
 def shot(driver: WebDriver, name: str) -> None:
