@@ -257,7 +257,8 @@ def measure_conns(sizes: Sizes, home: str) -> dict[str, float]:
             small = [await connected() for _ in range(sizes.conns_base)]
             large = await asyncio.wait_for(asyncio.gather(*(connected() for _ in range(sizes.conns))), 300)
             # This process stands in for a process per client, and the clients' objects (about 75
-            # each: connection, transport, decoder, housekeeping task; 78,000 with 1,010 clients)
+            # each: connection, transport, decoder; 78,000 with 1,010 clients, counted while each
+            # still had a housekeeping task of its own, before e2fb04c)
             # would be walked by every full collection it makes, 37 ms of CPU apiece here, where
             # each producer walks only its own; an SDK process freezes its start-up heap for the
             # same reason (common/heap.py). Frozen, a full collection walks what the sends made.
