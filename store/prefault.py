@@ -13,6 +13,18 @@ no fault at all. Under SYNC_FLUSH they are populated readable only (MADV_POPULAT
 writable page is dirty, and a group-commit fsync would then write the zeros ahead of the data.
 Both need Linux 5.14; elsewhere, or when the kernel refuses, warming turns itself off and puts
 fault as before.
+
+A slow writer's pages are read ahead (``posix_fadvise(WILLNEED)``) before they are populated. A
+populate of unwritten pages allocates them in the fault path, which asks for large folios, and
+now and then that allocation compacts memory first: the call then holds its CPU in the kernel for
+tens of milliseconds (up to 73 ms, about one 1 MiB call in ten; ``bench/page_warm.py``), and
+whatever is queued on that CPU waits as long. In W5-like runs (1 KiB at 2,000/s) every group of 11
+or more late messages was the broker's event loop queued behind a warmer inside such a call
+(docs/latency.md). Readahead allocates the same pages by a path that does not stall (none of its
+calls over 5 ms in the same bench); the populate after it only maps them. It costs the warmer
+0.7 ms more CPU per MiB (0.8 against 0.14), which a writer of 1 MiB sends cannot spare
+(``bench/scale.py``'s ``mb_1mib`` fell from 0.56-0.74 to 0.31-0.44 with readahead at every rate),
+so only a writer slower than GENTLE_BYTES_PER_S gets it.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,6 +63,11 @@ _PAGE = mmap.PAGESIZE
 # kernel time in the event loop 703-928 µs per send; from 1 MiB past it, 11-56% and 334-494 µs
 # (4 MiB past it: 43-49%, 417-494 µs).
 WRITER_LEAD = 1 << 20
+# Writers slower than this (bytes a second, judged by the time between two requests) have their
+# pages read ahead before they are populated (the module's docstring): at most 0.8 ms more of the
+# warmer's CPU per MiB, 2.7% of a core at this rate, to take no compaction stall in the fault path.
+GENTLE_BYTES_PER_S = 32 << 20
+_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # not on macOS
 
 
 @functools.cache
@@ -89,7 +107,10 @@ class PageWarmer:
         # (medians 406 -> 523) on that memory, 404-870 -> 529-708 (586 -> 628) on memory just freed;
         # the event loop's CPU per MiB 649 -> 561 and 788 -> 629 (medians of two runs).
         self.threads = max(1, threads)
-        self._jobs: queue.SimpleQueue[tuple[MappedFile, int, int] | None] = queue.SimpleQueue()
+        # (file, start, stop, read ahead first)
+        self._jobs: queue.SimpleQueue[tuple[MappedFile, int, int, bool] | None] = queue.SimpleQueue()
+        # When the writer last asked, to tell a slow writer (GENTLE_BYTES_PER_S).
+        self._last_request = float("-inf")
         self._threads: list[threading.Thread] = []
         # Held while the bytes populated writable are recorded (_made_writable): pieces end out of
         # order when several threads populate them.
@@ -119,9 +140,14 @@ class PageWarmer:
         mf.warm_requested = stop
         if not self._threads:
             self.start()
+        now = time.monotonic()
+        # A request comes each ``step`` bytes written: a gap of ``step / GENTLE_BYTES_PER_S``
+        # seconds or more is a writer below that rate.
+        gentle = _WILLNEED is not None and (now - self._last_request) * GENTLE_BYTES_PER_S >= self.step
+        self._last_request = now
         put = self._jobs.put
         for pos in range(start, stop, _CALL_BYTES):
-            put((mf, pos, min(stop, pos + _CALL_BYTES)))
+            put((mf, pos, min(stop, pos + _CALL_BYTES), gentle))
 
     def start(self) -> None:
         """The thread, started when the store starts rather than at the first put: ``Thread.start``
@@ -147,15 +173,21 @@ class PageWarmer:
         # instead of 1.02) and from the broker's clients; at nice 19 broker batches still gain.
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        while (job := self._jobs.get()) is not None:
-            mf, start, stop = job
-            try:
-                self._populate(mf, start, stop)
-            except Exception:  # a thread must not die silently: warming is only an optimisation
-                log.exception("warming %s failed; puts will fault their own pages", mf.path)
-                self.enabled = False
+        reader = _Reader()
+        try:
+            while (job := self._jobs.get()) is not None:
+                mf, start, stop, gentle = job
+                try:
+                    self._populate(mf, start, stop, reader.fd(mf.path) if gentle else None)
+                except Exception:  # a thread must not die silently: warming is only an optimisation
+                    log.exception("warming %s failed; puts will fault their own pages", mf.path)
+                    self.enabled = False
+        finally:
+            reader.close()
 
-    def _populate(self, mf: MappedFile, start: int, stop: int) -> None:
+    def _populate(self, mf: MappedFile, start: int, stop: int, read_ahead_fd: int | None = None) -> None:
+        """Populate [start, stop) of ``mf``'s mapping, each piece read ahead first through
+        ``read_ahead_fd`` when one is given."""
         madvise = self._madvise
         assert madvise is not None
         writable = self.advice == MADV_POPULATE_WRITE
@@ -171,6 +203,9 @@ class PageWarmer:
                 if pos >= stop:
                     return
             length = min(_CALL_BYTES, stop - pos)
+            if read_ahead_fd is not None and _WILLNEED is not None:
+                # Readahead changes no byte: pages already cached (written) are left as they are.
+                os.posix_fadvise(read_ahead_fd, pos, length, _WILLNEED)
             mark = mf.sync_mark()
             if madvise(base + pos, length, self.advice) != 0:
                 err = ctypes.get_errno()
@@ -212,3 +247,30 @@ class PageWarmer:
             runs[:] = [run for run in merged if run[1] > writer] or merged[-1:]
             low, high = runs[0]
             mf.writable = (low, high, mark)
+
+
+class _Reader:
+    """A warming thread's read-only descriptor of the file it reads ahead, opened at the file's
+    first gentle job and kept until the next file's: the writer's own descriptor may be closed
+    (and its number reused) by the loop while this thread holds it."""
+
+    __slots__ = ("_fd", "_path")
+
+    def __init__(self) -> None:
+        self._path: str | None = None
+        self._fd: int | None = None
+
+    def fd(self, path: str) -> int | None:
+        """A descriptor of ``path``; None when it cannot be opened (removed meanwhile)."""
+        if path != self._path:
+            self.close()
+            self._path = path
+            with contextlib.suppress(OSError):
+                self._fd = os.open(path, os.O_RDONLY)
+        return self._fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
+        self._path = None

@@ -232,6 +232,58 @@ def test_pages_populated_while_a_sync_runs_are_not_taken_as_writable(reserved_fi
     assert not mf.is_writable(3 * MiB, PAGE)
 
 
+def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_one_s_are_not(
+        reserved_file: MappedFile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Readahead allocates a slow writer's pages by a path that takes no compaction stall, then
+    the populate maps them; a writer past GENTLE_BYTES_PER_S gets the populate alone. Either way
+    no byte of the file changes."""
+    mf = reserved_file
+    warmer = PageWarmer(4 * MiB, MADV_POPULATE_WRITE)
+    if not warmer.enabled or not hasattr(os, "posix_fadvise"):
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE, or this OS no posix_fadvise")
+    assert warmer.step == MiB
+    written = os.urandom(PAGE)
+    mf.write(2 * MiB, written)  # already in the file where the warmer will read ahead
+    events: list[tuple[str, int, int]] = []
+    real_fadvise = os.posix_fadvise
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        events.append(("readahead", offset, length))
+        assert advice == os.POSIX_FADV_WILLNEED
+        real_fadvise(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    base = mf.address()
+    assert base is not None
+    madvise = warmer._madvise
+    assert madvise is not None
+
+    def populate(address: int, length: int, advice: int) -> int:
+        events.append(("populate", address - base, length))
+        return int(madvise(address, length, advice))
+
+    warmer._madvise = populate
+    try:
+        warmer.request(mf, 0)  # a first request counts as a slow writer's: [0, 4 MiB)
+        warmer.request(mf, MiB)  # the next step at once: a fast writer's, [4, 5 MiB)
+        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)  # the writer's next step comes slowly
+        warmer.request(mf, 2 * MiB)  # [5, 6 MiB)
+        deadline = time.monotonic() + 10
+        while warmer.populated < 6 * MiB and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        warmer.close()
+    assert warmer.populated == 6 * MiB
+    populated = [offset for kind, offset, _ in events if kind == "populate"]
+    read_ahead = [offset for kind, offset, _ in events if kind == "readahead"]
+    assert populated == [n * MiB for n in range(6)]
+    assert read_ahead == [0, MiB, 2 * MiB, 3 * MiB, 5 * MiB]
+    for offset in read_ahead:
+        assert events.index(("readahead", offset, MiB)) < events.index(("populate", offset, MiB))
+    assert mf.read(2 * MiB, PAGE) == written
+    assert mf.read(0, PAGE) == bytes(PAGE) and mf.read(5 * MiB, PAGE) == bytes(PAGE)
+
+
 def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
     log = commit_log(tmp_path, warmAheadCommitLog=0)
     try:
