@@ -173,17 +173,30 @@ class PageWarmer:
         # instead of 1.02) and from the broker's clients; at nice 19 broker batches still gain.
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        reader = _Reader()
+        while (job := self._jobs.get()) is not None:
+            mf, start, stop, gentle = job
+            try:
+                if gentle:
+                    self._read_ahead_and_populate(mf, start, stop)
+                else:
+                    self._populate(mf, start, stop)
+            except Exception:  # a thread must not die silently: warming is only an optimisation
+                log.exception("warming %s failed; puts will fault their own pages", mf.path)
+                self.enabled = False
+
+    def _read_ahead_and_populate(self, mf: MappedFile, start: int, stop: int) -> None:
+        """``_populate``, each piece read ahead first, through a descriptor of the job's own: the
+        writer's may be closed (and its number reused) by the loop meanwhile, and one kept past
+        the job would keep a removed file's blocks."""
         try:
-            while (job := self._jobs.get()) is not None:
-                mf, start, stop, gentle = job
-                try:
-                    self._populate(mf, start, stop, reader.fd(mf.path) if gentle else None)
-                except Exception:  # a thread must not die silently: warming is only an optimisation
-                    log.exception("warming %s failed; puts will fault their own pages", mf.path)
-                    self.enabled = False
+            fd = os.open(mf.path, os.O_RDONLY)
+        except OSError:  # no descriptor left, or the file removed: populated as a fast writer's
+            self._populate(mf, start, stop)
+            return
+        try:
+            self._populate(mf, start, stop, fd)
         finally:
-            reader.close()
+            os.close(fd)
 
     def _populate(self, mf: MappedFile, start: int, stop: int, read_ahead_fd: int | None = None) -> None:
         """Populate [start, stop) of ``mf``'s mapping, each piece read ahead first through
@@ -248,29 +261,3 @@ class PageWarmer:
             low, high = runs[0]
             mf.writable = (low, high, mark)
 
-
-class _Reader:
-    """A warming thread's read-only descriptor of the file it reads ahead, opened at the file's
-    first gentle job and kept until the next file's: the writer's own descriptor may be closed
-    (and its number reused) by the loop while this thread holds it."""
-
-    __slots__ = ("_fd", "_path")
-
-    def __init__(self) -> None:
-        self._path: str | None = None
-        self._fd: int | None = None
-
-    def fd(self, path: str) -> int | None:
-        """A descriptor of ``path``; None when it cannot be opened (removed meanwhile)."""
-        if path != self._path:
-            self.close()
-            self._path = path
-            with contextlib.suppress(OSError):
-                self._fd = os.open(path, os.O_RDONLY)
-        return self._fd
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = None
-        self._path = None
