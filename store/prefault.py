@@ -109,8 +109,10 @@ class PageWarmer:
         self.threads = max(1, threads)
         # (file, start, stop, read ahead first)
         self._jobs: queue.SimpleQueue[tuple[MappedFile, int, int, bool] | None] = queue.SimpleQueue()
-        # When the writer last asked, to tell a slow writer (GENTLE_BYTES_PER_S).
-        self._last_request = float("-inf")
+        # When the writer last asked, to tell a slow writer (GENTLE_BYTES_PER_S); until a second
+        # request tells its rate, a writer is taken as fast: a burst at start must not find the
+        # warmer slowed.
+        self._last_request: float | None = None
         self._threads: list[threading.Thread] = []
         # Held while the bytes populated writable are recorded (_made_writable): pieces end out of
         # order when several threads populate them.
@@ -143,7 +145,8 @@ class PageWarmer:
         now = time.monotonic()
         # A request comes each ``step`` bytes written: a gap of ``step / GENTLE_BYTES_PER_S``
         # seconds or more is a writer below that rate.
-        gentle = _WILLNEED is not None and (now - self._last_request) * GENTLE_BYTES_PER_S >= self.step
+        last = self._last_request
+        gentle = _WILLNEED is not None and last is not None and (now - last) * GENTLE_BYTES_PER_S >= self.step
         self._last_request = now
         put = self._jobs.put
         for pos in range(start, stop, _CALL_BYTES):

@@ -243,7 +243,7 @@ def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_o
         pytest.skip("this kernel has no MADV_POPULATE_WRITE, or this OS no posix_fadvise")
     assert warmer.step == MiB
     written = os.urandom(PAGE)
-    mf.write(2 * MiB, written)  # already in the file where the warmer will read ahead
+    mf.write(2 * MiB, written)  # already in the file where the warmer will populate
     events: list[tuple[str, int, int]] = []
     real_fadvise = os.posix_fadvise
 
@@ -264,24 +264,27 @@ def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_o
 
     warmer._madvise = populate
     try:
-        warmer.request(mf, 0)  # a first request counts as a slow writer's: [0, 4 MiB)
-        warmer.request(mf, MiB)  # the next step at once: a fast writer's, [4, 5 MiB)
-        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)  # the writer's next step comes slowly
+        warmer.request(mf, 0)  # [0, 4 MiB): a first request, its writer's rate unknown, taken as fast
+        warmer.request(mf, MiB)  # [4, 5 MiB): the next step at once, a fast writer's
+        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)  # the writer's next steps come slowly
         warmer.request(mf, 2 * MiB)  # [5, 6 MiB)
+        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)
+        warmer.request(mf, 3 * MiB)  # [6, 7 MiB)
         deadline = time.monotonic() + 10
-        while warmer.populated < 6 * MiB and time.monotonic() < deadline:
+        while warmer.populated < 7 * MiB and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:
         warmer.close()
-    assert warmer.populated == 6 * MiB
+    assert warmer.populated == 7 * MiB
     populated = [offset for kind, offset, _ in events if kind == "populate"]
     read_ahead = [offset for kind, offset, _ in events if kind == "readahead"]
-    assert populated == [n * MiB for n in range(6)]
-    assert read_ahead == [0, MiB, 2 * MiB, 3 * MiB, 5 * MiB]
+    assert populated == [n * MiB for n in range(7)]
+    assert read_ahead == [5 * MiB, 6 * MiB]
     for offset in read_ahead:
         assert events.index(("readahead", offset, MiB)) < events.index(("populate", offset, MiB))
-    assert mf.read(2 * MiB, PAGE) == written
-    assert mf.read(0, PAGE) == bytes(PAGE) and mf.read(5 * MiB, PAGE) == bytes(PAGE)
+    mf.write(5 * MiB + 100, written)  # the writer reaches pages read ahead and populated
+    assert mf.read(2 * MiB, PAGE) == written and mf.read(5 * MiB + 100, PAGE) == written
+    assert mf.read(0, PAGE) == bytes(PAGE) and mf.read(6 * MiB, PAGE) == bytes(PAGE)
 
 
 def test_off_means_no_thread_and_no_pages(tmp_path: object) -> None:
