@@ -220,8 +220,10 @@ class PageWarmer:
                     return
             length = min(_CALL_BYTES, stop - pos)
             if read_ahead_fd is not None and _WILLNEED is not None:
-                # Readahead changes no byte: pages already cached (written) are left as they are.
-                os.posix_fadvise(read_ahead_fd, pos, length, _WILLNEED)
+                # Readahead changes no byte: pages already cached (written) are left as they are. A
+                # refusal leaves the populate to allocate them, as a fast writer's.
+                with contextlib.suppress(OSError):
+                    os.posix_fadvise(read_ahead_fd, pos, length, _WILLNEED)
             mark = mf.sync_mark()
             if madvise(base + pos, length, self.advice) != 0:
                 err = ctypes.get_errno()
@@ -263,4 +265,3 @@ class PageWarmer:
             runs[:] = [run for run in merged if run[1] > writer] or merged[-1:]
             low, high = runs[0]
             mf.writable = (low, high, mark)
-
