@@ -14,7 +14,8 @@ import struct
 import sys
 import time
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from dataclasses import dataclass
 
 from rocketmq_py.remoting.protocol.message import (
@@ -34,6 +35,7 @@ HASH_SLOT_SIZE = 4
 INDEX_SIZE = 20
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
+_ENTRY_KEY = struct.Struct(">iq")  # an entry's key hash and message offset
 _SLOT = struct.Struct(">i")
 _MAX_TIME_DIFF = 2**31 - 1
 _KEY_SEPARATOR = MessageConst.KEY_SEPARATOR.encode()
@@ -74,6 +76,24 @@ def _entries(hashes: list[int], phys: list[int], diffs: list[int], prevs: list[i
     if _LITTLE:
         words.byteswap()
     return words
+
+
+def index_file_name(millis: int) -> str:
+    """An IndexFile's name: its creation time, yyyyMMddHHmmssSSS in local time, as Java names it,
+    the second and the millisecond from one reading of the clock. Read apart (time.strftime's own
+    clock, then time.time's milliseconds), the second lagged the milliseconds by up to a clock tick
+    (5.6 ms measured here: strftime reads the coarse clock): a file made in a second's first
+    milliseconds took the second before's name, sorted before the file made just before it, and
+    a restart resumed the index from that older file's end, indexing the newest records again."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(millis // 1000)) + f"{millis % 1000:03d}"
+
+
+def _in_log_order(files: list[IndexFile]) -> list[IndexFile]:
+    """IndexFiles in the order they were written, read from their headers: by the CommitLog
+    offsets they index, then by name (a file made but never written, its header all zeros, comes
+    first and holds nothing). Names alone mislead where a store's files were misnamed (see
+    index_file_name) or the clock was set back; the last file is where indexing resumes."""
+    return sorted(files, key=lambda f: (f.begin_phy_offset, f.end_phy_offset, os.path.basename(f.path)))
 
 
 def key_hash(key: str) -> int:
@@ -374,6 +394,7 @@ class IndexService:
                 f.destroy()
                 continue
             self.files.append(f)
+        self.files = _in_log_order(self.files)
 
     def refresh(self) -> None:
         """Follow files another process writes: open new ones read-only, forget deleted ones and
@@ -394,13 +415,18 @@ class IndexService:
             files.append(f)
         for gone in known.values():
             gone.mm.close()
-        self.files = files
+        self.files = _in_log_order(files)
 
     def _last_file(self) -> IndexFile:
         last = self.files[-1] if self.files else None
         if last is None or last.is_write_full:
             os.makedirs(self.store_path, exist_ok=True)
-            name = time.strftime("%Y%m%d%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
+            name = index_file_name(time.time_ns() // 1_000_000)
+            # After every file held whatever the clock says (set back, or the same millisecond),
+            # in 17 digits still: the millisecond after the latest name's.
+            held = max((os.path.basename(f.path) for f in self.files), default="")
+            if name <= held and held[:17].isdigit():
+                name = f"{int(held[:17]) + 1:017d}"
             path = os.path.join(self.store_path, name)
             while os.path.exists(path):
                 path += "0"
@@ -418,15 +444,58 @@ class IndexService:
 
     def put_entries(self, hashes: list[int], phys: list[int], stamps: list[int]) -> None:
         """Add (key hash, message offset, store time) entries in offset order, rolling to a new
-        file when one fills; entries below what is already indexed (a recovery's re-dispatch)
-        are skipped."""
+        file when one fills; what is already indexed (a re-dispatch: recovery's, a restarted
+        child's, a retry after a failed file creation) is skipped. Callers hand over a record's
+        entries in one call, so only the last record indexed can be partly in: its entries the
+        index holds are skipped one for one, the rest put (Java's buildIndex puts that record's
+        keys again, found twice after; skipped whole, a record cut by a full file's end would
+        lose the keys the next file never got)."""
         files = self.files
         f = files[-1] if files else self._last_file()
-        start = bisect_left(phys, f.end_phy_offset)
+        end = f.end_phy_offset
+        start = bisect_left(phys, end)
+        if start < len(phys) and phys[start] == end:
+            hashes, phys, stamps, start = self._not_held(hashes, phys, stamps, start)
         while start < len(hashes):
             start += f.put_entries(hashes, phys, stamps, start)
             if start < len(hashes):
                 f = self._last_file()
+
+    def _held_at_end(self) -> Counter[int]:
+        """The key hashes of the entries the index holds for the record at its end offset: the
+        last file's entries back from its newest, and the files' before it while a file holds
+        that record's alone (or nothing yet)."""
+        held: Counter[int] = Counter()
+        end = self.files[-1].end_phy_offset
+        for f in reversed(self.files):
+            if f.index_count <= 1:
+                continue
+            mm = f.mm if not f.mm.closed else f._map()
+            try:
+                for n in range(f.index_count - 1, 0, -1):
+                    h, phy = _ENTRY_KEY.unpack_from(mm, f.entries_pos + n * INDEX_SIZE)
+                    if phy != end:
+                        return held
+                    held[h] += 1
+            finally:
+                if mm is not f.mm:
+                    mm.close()
+        return held
+
+    def _not_held(self, hashes: list[int], phys: list[int], stamps: list[int], start: int
+                  ) -> tuple[list[int], list[int], list[int], int]:
+        """The entries from ``start`` (the first at the index's end offset) less those of that
+        record the index already holds, each held entry taking one of equal hash."""
+        held = self._held_at_end()
+        stop = bisect_right(phys, phys[start], start)
+        keep = []
+        for i in range(start, stop):
+            if held[hashes[i]] > 0:
+                held[hashes[i]] -= 1
+            else:
+                keep.append(i)
+        return ([hashes[i] for i in keep] + hashes[stop:], [phys[i] for i in keep] + phys[stop:],
+                [stamps[i] for i in keep] + stamps[stop:], 0)
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         found: list[int] = []

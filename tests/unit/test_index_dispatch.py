@@ -15,6 +15,7 @@ import textwrap
 import time
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -361,3 +362,68 @@ def test_a_control_file_from_before_keyless_runs_still_tells_the_indexed_offset(
     with open(os.path.join(str(tmp_path), "indexdispatch"), "wb") as f:
         f.write(struct.pack(">qqqqq", 500, 400, 0, 0, 0))  # 40 bytes, as written before
     assert read_indexed_offset(str(tmp_path)) == 400
+
+
+async def test_index_files_named_out_of_order_are_read_in_log_order_after_a_restart(tmp_path: str) -> None:
+    """The newest IndexFile named before the one before it, as a file made in a second's first
+    milliseconds was named (time.strftime read the second before, time.time the millisecond): after
+    a clean restart the index resumes past what the files hold and takes new keys, and no key is
+    found twice (the child re-indexed from the wrong file's end into a new one: found twice)."""
+    root = str(tmp_path)
+    s = await _started(root)
+    try:
+        for i in range(180):  # three keys each: files of 255 entries hold records 0-84, 85-169, 170-179
+            await s.put_message(message("O", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
+    finally:
+        await s.shutdown()
+    index_dir = os.path.join(root, "index")
+    names = sorted(os.listdir(index_dir))
+    assert len(names) == 3
+    # Its second read a moment late: before the others' names (a shorter name of their second).
+    os.rename(os.path.join(index_dir, names[2]), os.path.join(index_dir, names[0][:14]))
+    s = await _started(root)
+    try:
+        await index_caught_up(s)
+        assert await _bodies(s, "O", "key179") == [b"m179"] and await _bodies(s, "O", "U170") == [b"m170"]
+        for i in range(180, 200):
+            await s.put_message(message("O", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
+        s = await restarted(s)
+        for i in range(0, 200, 3):
+            assert await _bodies(s, "O", f"key{i}") == [f"m{i}".encode()], i
+        assert await _bodies(s, "O", "key199") == [b"m199"] and await _bodies(s, "O", "U178") == [b"m178"]
+    finally:
+        await s.shutdown()
+
+
+def _report_indexed(root: str, offset: int) -> None:
+    with open(os.path.join(root, "indexdispatch"), "r+b") as f:
+        f.seek(8)  # the child's indexed offset
+        f.write(struct.pack(">q", offset))
+
+
+@pytest.mark.parametrize("child", [True, False])
+async def test_records_indexed_past_the_reported_offset_are_indexed_once_after_a_restart(
+        tmp_path: str, child: bool) -> None:
+    """A child killed after writing a span's entries but before reporting them leaves the control
+    file's indexed offset behind the IndexFiles. The next start indexes from there again, by a
+    child or by recovery inline: every key is found once (the records below the files' end were
+    skipped, the last one's keys were put again: found twice)."""
+    root = str(tmp_path)
+    s = await _started(root)
+    offsets = []
+    try:
+        for i in range(30):
+            result = await s.put_message(message("R", f"m{i}".encode(), keys=f"key{i} shared", uniq=f"U{i}"))
+            assert result.append_result is not None
+            offsets.append(result.append_result.wrote_offset)
+    finally:
+        await s.shutdown()
+    _report_indexed(root, offsets[25])  # as a child that reported records 0-24 only left it
+    s = await _started(root, messageIndexInChildProcess=child)
+    try:
+        await index_caught_up(s)
+        for i in range(30):
+            assert await _bodies(s, "R", f"key{i}") == [f"m{i}".encode()], i
+            assert await _bodies(s, "R", f"U{i}") == [f"m{i}".encode()], i
+    finally:
+        await s.shutdown()

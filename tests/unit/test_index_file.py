@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import struct
 import tempfile
+import time
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_py.store.index_file import IndexFile, IndexService
+from rocketmq_py.store.index_file import IndexFile, IndexService, index_file_name
 
 _HEADER_SIZE, _SLOT_SIZE, _ENTRY_SIZE = 40, 4, 20
 
@@ -95,4 +99,103 @@ def test_a_file_filling_up_hands_the_rest_to_the_next_and_every_key_is_found() -
             f.reload_header()
         found = sorted(p for f in service.files for h in hashes for p in f.select_phy_offset(h, 64, 0, 2**62))
         assert found == phys
+        service.close()
+
+
+def _held(service: IndexService) -> list[tuple[int, int]]:
+    """Every (key hash, message offset) entry of the service's files, in their order."""
+    entries: list[tuple[int, int]] = []
+    for f in service.files:
+        with open(f.path, "rb") as data:
+            raw = data.read()
+        count = struct.unpack_from(">i", raw, 36)[0]
+        entries += [struct.unpack_from(">iq", raw, f.entries_pos + n * _ENTRY_SIZE) for n in range(1, count)]
+    return entries
+
+
+def _put_failing_once(service: IndexService, put: Callable[[], None]) -> None:
+    """``put`` with the service's first new file failing as on a full disk, then ``put`` again,
+    as the index child retries the same records."""
+    make = service._last_file
+
+    def fail() -> IndexFile:
+        if not service.files or service.files[-1].is_write_full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return make()
+
+    service._last_file = fail  # type: ignore[method-assign]
+    try:
+        put()
+    except OSError:
+        pass
+    finally:
+        del service._last_file  # type: ignore[method-assign]
+    put()
+
+
+@settings(max_examples=200, deadline=None)
+@given(records=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=4), min_size=1, max_size=12),
+       index_num=st.integers(3, 8), cuts=st.lists(st.integers(0, 12), max_size=4),
+       fail_at=st.sets(st.integers(0, 5), max_size=3), again_from=st.integers(0, 12),
+       reload=st.booleans(), orphan=st.booleans())
+def test_every_key_is_held_once_whatever_is_dispatched_again(records: list[list[int]], index_num: int,
+                                                             cuts: list[int], fail_at: set[int],
+                                                             again_from: int, reload: bool, orphan: bool) -> None:
+    """Records of one to four keys (some of equal hash, in one record too) put a call each run of
+    records, into files of a few entries (a record cut by a file's end); a new file failing once
+    before some calls, each then retried whole; then the records from any one on dispatched again,
+    by the same service or after a restart (files loaded again, one made and never written left
+    newest by name as a crash just after its creation leaves it): each key is held exactly once
+    (Java's skip of offsets below the end alone put the last record's again)."""
+    entries = [(h, 100 * r) for r, keys in enumerate(records) for h in keys]
+
+    def put(service: IndexService, first: int, stop: int) -> None:
+        chosen = [(h, phy) for h, phy in entries if 100 * first <= phy < 100 * stop]
+        service.put_entries([h for h, _ in chosen], [phy for _, phy in chosen],
+                            [1_700_000_000_000 + phy for _, phy in chosen])
+
+    with tempfile.TemporaryDirectory() as d:
+        service = IndexService(d, 3, index_num)
+        at = 0
+        for n, cut in enumerate([*sorted(c for c in cuts if c < len(records)), len(records)]):
+            if cut > at:
+                if n in fail_at:
+                    _put_failing_once(service, functools.partial(put, service, at, cut))
+                else:
+                    put(service, at, cut)
+                at = cut
+        if reload:
+            service.close()
+            if orphan:
+                IndexFile(os.path.join(d, "99991231235959999"), 3, index_num).mm.close()
+            service = IndexService(d, 3, index_num)
+            service.load(True, 0)
+        put(service, min(again_from, len(records)), len(records))
+        assert sorted(_held(service)) == sorted(entries)
+        service.close()
+
+
+def test_index_file_names_sort_in_the_order_they_were_made() -> None:
+    """Names for milliseconds around second boundaries sort as the milliseconds do: the second and
+    the millisecond are one reading (read apart, a second's first milliseconds took the second
+    before's name)."""
+    second = int(time.mktime((2026, 11, 26, 15, 59, 59, 0, 0, -1))) * 1000
+    moments = [second - 1, second, second + 5, second + 999, second + 1000, second + 1004]
+    names = [index_file_name(ms) for ms in moments]
+    assert names[:3] == ["20261126155958999", "20261126155959000", "20261126155959005"]
+    assert sorted(set(names)) == names and names[-1] == "20261126160000004"
+
+
+def test_a_new_index_file_is_named_after_every_file_held() -> None:
+    """A clock set back (or a file named ahead of it) does not name a new file before the files
+    the service holds; the order read from the headers agrees after a reload."""
+    with tempfile.TemporaryDirectory() as d:
+        service = IndexService(d, 3, 3)
+        ahead = IndexFile(os.path.join(d, "99991231235959999"), 3, 3)
+        service.files.append(ahead)
+        service.put_entries([1, 2, 3, 4], [10, 20, 30, 40], [1_700_000_000_000] * 4)
+        assert [os.path.basename(f.path) for f in service.files] == ["99991231235959999", "99991231235960000"]
+        service.close()
+        service.load(True, 0)
+        assert service.max_phy_offset == 40 and sorted(_held(service)) == [(1, 10), (2, 20), (3, 30), (4, 40)]
         service.close()
