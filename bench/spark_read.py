@@ -5,8 +5,13 @@ Real daemons (one NameServer, one Broker, ASYNC_FLUSH), a topic of 8 queues load
 
 - the SDK: a LitePullConsumer assigned all 8 queues (32 per pull) polls until it has them all;
 - Spark: ``spark.read.format("rocketmq")`` on ``local[2]`` from earliest to latest, once into
-  ``count()`` and once written to parquet, after an untimed warm-up read of the first 10,000
-  messages per queue (JIT, Python workers), as the SDK too is measured in a warm process.
+  ``count()`` and once written to parquet, after untimed warm-up reads (the Python workers,
+  the JVM's JIT), as the SDK too is measured in a warm process: the first 10,000 messages per
+  queue into count() and into parquet, then the whole topic twice into count(). A JVM that has
+  run one small read is not warm: its JIT compiler threads still compile Spark's task
+  (de)serialization, closure cleaning and generated projections as their call counts cross the
+  thresholds, 1.7 us of CPU per row of the timed count() after that alone and 5.1 per row of the
+  parquet write (0.7-1.2 and 1.9-2.8 after these warm-ups).
 
     .venv/bin/python bench/spark_read.py [--messages 1000000]
 
@@ -15,7 +20,9 @@ sdk_msgs_per_s, ratio = spark_rows_per_s / sdk_msgs_per_s (issue 27's goal: >= 0
 ratio_parquet = spark_parquet_rows_per_s / sdk_msgs_per_s; the CPU every process of the run
 spent per message in each phase (sdk_cpu_us_per_msg: the SDK and the broker;
 spark_cpu_us_per_row and spark_parquet_cpu_us_per_row: the JVM, its Python workers and the
-broker) with cpu_ratio = sdk_cpu_us_per_msg / spark_cpu_us_per_row; and the machine's load
+broker) with cpu_ratio = sdk_cpu_us_per_msg / spark_cpu_us_per_row; spark_jit_cpu_us_per_row
+and spark_parquet_jit_cpu_us_per_row, the part of those spent by the JVM's JIT compiler threads
+(what is left of the warm-up in the timed phases); and the machine's load
 averages at the end (rates mean little on a busy machine: a side running more processes takes a
 larger share of it, which the CPU figures do not reward).
 """
@@ -130,20 +137,63 @@ def cpu_seconds() -> float:
     return total
 
 
+def jit_threads(root: int | None = None) -> dict[int, float]:
+    """CPU seconds spent so far by each JIT compiler thread (``C1 CompilerThre``, ``C2 Compiler...``)
+    of the JVMs in ``root`` (this process by default) and every process under it, by thread id,
+    from /proc; empty where there are none or off Linux. HotSpot stops compiler threads that idle
+    and starts them again: compare two of these by thread (``jit_seconds_since``)."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return {}
+    children: dict[int, list[int]] = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(pid)
+        except (OSError, IndexError):
+            continue
+    tick, spent, todo = os.sysconf("SC_CLK_TCK"), {}, [os.getpid() if root is None else root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, ()))
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/stat") as f:
+                    name, _, rest = f.read().partition("(")[2].rpartition(")")
+            except OSError:
+                continue
+            if name.startswith(("C1 Compiler", "C2 Compiler")):
+                spent[int(task)] = sum(int(x) for x in rest.split()[11:13]) / tick
+    return spent
+
+
+def jit_seconds_since(before: dict[int, float], root: int | None = None) -> float:
+    """CPU seconds of the JIT compiler threads since ``before`` (``jit_threads``): a lower bound, as
+    a thread that ended in between took its share with it."""
+    return sum(seconds - before.get(tid, 0.0) for tid, seconds in jit_threads(root).items())
+
+
 class Figure:
-    """A timed phase: its rate and the CPU microseconds every process of the run spent per message."""
+    """A timed phase: its rate and the CPU microseconds every process of the run spent per message
+    (and of that, the JVM's JIT compiler threads)."""
 
     def __init__(self, messages: int) -> None:
         self.messages = messages
-        self.rate = self.cpu_us = math.nan
+        self.rate = self.cpu_us = self.jit_us = math.nan
 
     def __enter__(self) -> Figure:
-        self._began, self._cpu = time.perf_counter(), cpu_seconds()
+        self._began, self._cpu, self._jit = time.perf_counter(), cpu_seconds(), jit_threads()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.rate = self.messages / (time.perf_counter() - self._began)
         self.cpu_us = (cpu_seconds() - self._cpu) / self.messages * 1e6
+        self.jit_us = jit_seconds_since(self._jit) / self.messages * 1e6
 
 
 def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[Figure, Figure]:
@@ -165,11 +215,17 @@ def spark_rates(namesrv: str, messages: int, scratch: str) -> tuple[Figure, Figu
                 reader = reader.option(k, v)
             return reader.load()
 
-        # Warm-up, untimed: the first query of a session pays for the JVM's JIT and for forking the
-        # Python workers (seconds); the SDK is measured in an already running process, so Spark
-        # is measured warm too. It reads the first 10,000 messages of each queue.
+        # Warm-up, untimed: the first query of a session pays for forking the Python workers
+        # (seconds), and the JVM's JIT compiles Spark's per-query and per-row code over the first
+        # few queries (after one small read, its compiler threads still took 1.7 us of CPU per row
+        # of the timed count() and 5.1 of the parquet write). The SDK is measured in an already
+        # running process, so Spark is measured warm too: the head of each queue into count() and
+        # into parquet, then the whole topic twice.
         head = json.dumps({f"broker-a:{q}": 10_000 for q in range(QUEUES)})
         df(endingOffsets=head).count()
+        df(endingOffsets=head).write.mode("overwrite").parquet(os.path.join(scratch, "warm-up"))
+        for _ in range(2):
+            df().count()
         with Figure(messages) as count:
             counted = df().count()
         if counted != messages:
@@ -201,8 +257,9 @@ def main() -> None:
         sdk = run(sdk_rate(ns.addr, args.messages))
         print(f"SDK lite pull: {sdk.rate:,.0f} msgs/s, {sdk.cpu_us:.1f} CPU us/msg", flush=True)
         count, parquet = spark_rates(ns.addr, args.messages, scratch)
-        print(f"Spark read -> count(): {count.rate:,.0f} rows/s, {count.cpu_us:.1f} CPU us/row; "
-              f"-> parquet: {parquet.rate:,.0f} rows/s, {parquet.cpu_us:.1f} CPU us/row", flush=True)
+        print(f"Spark read -> count(): {count.rate:,.0f} rows/s, {count.cpu_us:.1f} CPU us/row "
+              f"({count.jit_us:.1f} JIT); -> parquet: {parquet.rate:,.0f} rows/s, {parquet.cpu_us:.1f} CPU us/row "
+              f"({parquet.jit_us:.1f} JIT)", flush=True)
     finally:
         for d in (broker, ns):
             if d is not None:
@@ -214,6 +271,8 @@ def main() -> None:
                       "sdk_cpu_us_per_msg": round(sdk.cpu_us, 2), "spark_cpu_us_per_row": round(count.cpu_us, 2),
                       "spark_parquet_cpu_us_per_row": round(parquet.cpu_us, 2),
                       "cpu_ratio": round(sdk.cpu_us / count.cpu_us, 3),
+                      "spark_jit_cpu_us_per_row": round(count.jit_us, 2),
+                      "spark_parquet_jit_cpu_us_per_row": round(parquet.jit_us, 2),
                       "loadavg": [round(x, 2) for x in os.getloadavg()]}))
 
 
