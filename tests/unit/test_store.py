@@ -21,9 +21,16 @@ from rocketmq_py.remoting.protocol.message import (
     decode_offset_msg_id,
     decode_record,
     encode_record,
+    host_bytes,
     tags_string_to_tags_code,
 )
-from rocketmq_py.store.commit_log import MessageExtBatch, MessageExtBrokerInner, RunEntry
+from rocketmq_py.store.commit_log import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    RunEntry,
+)
 from rocketmq_py.store.config import FlushDiskType
 from rocketmq_py.store.message_store import DefaultMessageStore, GetMessageStatus, MessageFilter, PutMessageStatus
 from tests.store_helpers import STORE_HOST, batch, index_caught_up, message, small_config
@@ -90,6 +97,17 @@ async def test_a_store_time_is_read_from_a_records_first_bytes(store: DefaultMes
     for size in (80, 92):
         assert store.commit_log.pickup_store_timestamp(res.wrote_offset, size) == res.store_timestamp > 0
     assert store.commit_log.pickup_store_timestamp(res.wrote_offset, 20) == -1, "too short to hold it"
+
+
+def test_offset_message_ids_are_spelled_as_java_spells_them() -> None:
+    """A put's offset message id, or a batch's comma-joined: each the store host and the record's
+    offset in upper-case hex (Java's MessageDecoder.createMessageId, UtilAll.bytes2string), each
+    batch's ids with its own host whichever host answered before."""
+    hosts = [host_bytes(("10.1.2.3", 5555)), host_bytes(("fe80::abcd:12", 10911)), host_bytes(("172.16.0.254", 65535))]
+    for offsets in ([0], [0xABCDEF0123], [5, 0x7FFFFFFFFFFFFFFF], [0xFA + 1127 * i for i in range(32)]):
+        for host in hosts + hosts[::-1]:
+            result = AppendMessageResult(AppendMessageStatus.PUT_OK, offsets[0], 1, 0, 0, len(offsets), host, offsets)
+            assert result.msg_id == ",".join(f"{host.hex().upper()}{offset:016X}" for offset in offsets)
 
 
 async def test_batch_records_get_consecutive_offsets(store: DefaultMessageStore) -> None:
