@@ -138,3 +138,20 @@ def test_the_sources_read_leaves_the_workers_heap_out_of_collections_and_reads_t
     assert got["frozen"] >= 0.95 * got["before"][1] and got["before"][1] > 10_000
     assert got["tracked"] < got["before"][1] // 10
     assert got["read"] == got["plain"] == [b.hex() for b in bodies]
+
+
+@pytest.mark.parametrize("options", [{}, {"subExpression": "TagA || TagB", "consumerGroup": "mirror",
+                                          "pullBatchSize": "7"}])
+def test_pull_requests_are_the_typed_headers_request_with_a_fresh_opaque(options: dict[str, str]) -> None:
+    opts = source_options({"namesrvAddr": "127.0.0.1:9876", "topic": "T", **options}, streaming=False)
+    part = QueueRange("T", "broker-a", "127.0.0.1:10911", 5, 1_000, 1_040)
+    requests = reader.PullRequests(part, opts)
+    made = [requests(offset) for offset in (1_000, 1_007, 1_032, 1_035, 1_039)]
+    for offset, request in zip((1_000, 1_007, 1_032, 1_035, 1_039), made, strict=True):
+        typed = reader._request(part, opts, offset)
+        assert request.ext_fields == typed.ext_fields  # maxMsgNums cut by the range's end as well
+        assert (request.code, request.flag, request.language, request.version, request.body) == (
+            typed.code, typed.flag, typed.language, typed.version, typed.body)
+    assert len({r.opaque for r in made}) == len(made)
+    assert made[-1].ext_fields is not None and made[-1].ext_fields["maxMsgNums"] == "1"
+    assert made[0].ext_fields is not made[1].ext_fields  # a signature written into one stays there
