@@ -105,36 +105,45 @@ async def sdk_rate(namesrv: str, messages: int) -> Figure:
     return sdk
 
 
+def _stat(path: str) -> list[str] | None:
+    """The fields of a /proc stat file after the command's name (field 3 on); None when gone."""
+    try:
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None  # gone since the listing
+
+
+def process_tree(root: int) -> list[int] | None:
+    """``root`` and every live process under it, from /proc; None off Linux."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid in pids:
+        if (fields := _stat(f"/proc/{pid}/stat")) is not None:
+            children.setdefault(int(fields[1]), []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
 def cpu_seconds() -> float:
     """CPU seconds (user and system, with reaped children's) spent so far by this process and every
     live process under it -- the broker, the SDK in this process, Spark's JVM and its Python
     workers -- from /proc; NaN off Linux. What a read costs in CPU is what a busy machine's
     scheduler does not skew as it skews rates (the more processes a side runs, the larger its
     share of an oversubscribed machine)."""
-    parents: dict[int, int] = {}
-    spent: dict[int, float] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
+    tree = process_tree(os.getpid())
+    if tree is None:
         return math.nan
     tick = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone since the listing
-        parents[pid] = int(fields[1])
-        spent[pid] = sum(int(x) for x in fields[11:15]) / tick
-    total, todo = 0.0, [os.getpid()]
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    while todo:
-        pid = todo.pop()
-        total += spent.get(pid, 0.0)
-        todo.extend(children.get(pid, ()))
-    return total
+    return sum(sum(int(x) for x in fields[11:15]) / tick
+               for pid in tree if (fields := _stat(f"/proc/{pid}/stat")) is not None)
 
 
 def jit_threads(root: int | None = None) -> dict[int, float]:
@@ -142,21 +151,8 @@ def jit_threads(root: int | None = None) -> dict[int, float]:
     of the JVMs in ``root`` (this process by default) and every process under it, by thread id,
     from /proc; empty where there are none or off Linux. HotSpot stops compiler threads that idle
     and starts them again: compare two of these by thread (``jit_seconds_since``)."""
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return {}
-    children: dict[int, list[int]] = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(pid)
-        except (OSError, IndexError):
-            continue
-    tick, spent, todo = os.sysconf("SC_CLK_TCK"), {}, [os.getpid() if root is None else root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, ()))
+    tick, spent = os.sysconf("SC_CLK_TCK"), {}
+    for pid in process_tree(os.getpid() if root is None else root) or ():
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
