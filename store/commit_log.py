@@ -23,6 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from rocketmq_py.remoting.protocol.batch_body import (
+    REFUSED_FIELD,
+    REFUSED_NUL,
+    REFUSED_PROPERTIES_SIZE,
+    REFUSED_SIZE,
+    Built,
+    Maker,
+)
 from rocketmq_py.remoting.protocol.message import (
     BATCH_RECORD_HEADS_BY_HOSTS,
     BLANK_MAGIC_CODE,
@@ -99,10 +107,12 @@ class MessageExtBrokerInner:
 
 @dataclass(slots=True)
 class MessageExtBatch:
-    """A batch send as the broker hands it to the store (Java's MessageExtBatch): one topic and
-    queue, and per entry only what differs, ``(flag, body, properties, tag hash)``, with the
-    properties as UTF-8 bytes already merged with the batch's (docs/store-formats.md#batch-body). Records are
-    built straight from those bytes: no message object per entry."""
+    """A batch send as the store takes it (Java's MessageExtBatch): one topic and queue, and its
+    records, either built already (``records``, with the ``maker`` they were built with: the
+    broker walks a batch body straight into them, remoting/protocol/batch_body.py) or built by the
+    store from ``entries``, per entry only what differs, ``(flag, body, properties, tag hash)``,
+    with the properties as UTF-8 bytes already merged with the batch's
+    (docs/store-formats.md#batch-body). Either way no message object per entry."""
 
     topic: str
     queue_id: int
@@ -112,6 +122,13 @@ class MessageExtBatch:
     born_host: Host = ("127.0.0.1", 0)
     store_host: Host = ("127.0.0.1", 0)
     reconsume_times: int = 0
+    maker: Maker | None = None
+    records: Built | None = None
+
+    @property
+    def count(self) -> int:
+        """How many records the batch makes."""
+        return len(self.entries) if self.records is None else len(self.records[1]) // 3
 
 
 def inner_from_ext(msg: MessageExt, store_host: Host | None = None) -> MessageExtBrokerInner:
@@ -206,9 +223,16 @@ class AppendMessageResult:
 
 
 _I16 = struct.Struct(">h")
-# A batch's records ready to copy: their parts, ConsumeQueue units' fields (offset, size, tag hash of
-# each record, one after another), size, and whether no entry names a key the index reads.
-_BuiltBatch = tuple[list[bytes | memoryview], list[int], int, bool]
+# What the records of a batch refused answer (batch_body's refusals).
+_REFUSALS = {REFUSED_SIZE: AppendMessageStatus.MESSAGE_SIZE_EXCEEDED,
+             REFUSED_NUL: AppendMessageStatus.NUL_IN_PROPERTIES,
+             REFUSED_PROPERTIES_SIZE: AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+             REFUSED_FIELD: AppendMessageStatus.UNKNOWN_ERROR}
+# A record head's queue offset and physical offset, one after the other: packed again in the heads of
+# a batch placed elsewhere than it was built for.
+_QUEUE_AND_PHYSICAL_AT = record_field_at("queue_offset")
+assert record_field_at("physical_offset") == _QUEUE_AND_PHYSICAL_AT + 8
+_QUEUE_AND_PHYSICAL = struct.Struct(">qq")
 _BLANK = struct.Struct(">ii")
 # A batch's record head (BATCH_RECORD_HEADS_BY_HOSTS) with its queue offset, the head's first 8-byte
 # field, packed as four zero bytes and an unsigned int32: for a batch whose queue offsets are all
@@ -244,6 +268,18 @@ COMMIT_LOG_READ_AHEAD = 32 * 1024 * 1024
 # Blocks reserved ahead of the CommitLog's writer at a time (docs/store-disk-full.md): one
 # fallocate per 8 MiB written, and a 1 GiB file costs disk as it fills.
 COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
+
+
+def _moved(parts: list[bytes | memoryview], fields: list[int], offset: int, queue_offset: int, step: int) -> None:
+    """A batch's records (``parts`` and ``fields`` as built) re-addressed to physical ``offset``
+    and, stepping by ``step``, ``queue_offset``: their heads' two offsets packed again."""
+    pack, at = _QUEUE_AND_PHYSICAL.pack, _QUEUE_AND_PHYSICAL_AT
+    for unit in range(0, len(fields), 3):
+        head = parts[unit // 3 * 4]
+        parts[unit // 3 * 4] = b"".join((head[:at], pack(queue_offset, offset), head[at + 16:]))
+        fields[unit] = offset
+        offset += fields[unit + 1]
+        queue_offset += step
 
 
 # Bodies from this size on are written into the file apart from the record's other fields: a
@@ -296,118 +332,130 @@ class CommitLog:
     def min_offset(self) -> int:
         return self.queue.min_offset if self.queue.files else 0
 
-    def append_batch(self, batch: MessageExtBatch) -> AppendMessageResult:
-        """Append a batch: one record per entry, all in one file, consecutive queue offsets.
-
-        Each record is one struct pack of its fixed part joined to the entry's body and
-        properties as they arrived, and the batch is written into the file in one pwrite;
-        ``units`` of the result are the entries' ConsumeQueue units. Records are
-        built for the current file in the same pass that checks their sizes, and built again
-        for a new one only when they turn out not to fit; nothing is taken or written before."""
+    def batch_maker(self, batch: MessageExtBatch) -> Maker:
+        """What ``batch``'s records are built with (batch_body.Maker), for where they would go now:
+        the current file's end, the queue's next offset, this millisecond. The broker's walk of a
+        batch body builds them so (remoting/protocol/batch_body.py), ``_build_batch`` from
+        entries; ``append_batch`` re-addresses them when they go elsewhere (the next file's start:
+        once per file). A topic too long, or a shared field the head cannot hold, is the first
+        refusal of the records built with it."""
+        refusal = 0
         topic = self._topic(batch.topic)
         if topic is None:
-            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
-        # Built where it goes if it fits the current file (most batches), and again for the next
-        # file's start only when it does not.
+            topic, refusal = b"", REFUSED_SIZE
         found = self._offset_for(0)
         assert found is not None  # an empty append fits any file
         offset = found[1] if found[0] is None else found[0].file_from_offset + found[1]
         store_ts = int(time.time() * 1000)
-        key = (batch.topic, batch.queue_id)
         queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
-        first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        queue_offset = self.topic_queue_table.get((batch.topic, batch.queue_id), 0) if queued else 0
+        born, store = self._host(batch.born_host), self._host(batch.store_host)
+        host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
+        head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
+        # A batch is in one file, of records of MIN_RECORD_SIZE bytes at least.
+        if 0 <= queue_offset and queue_offset + self.queue.file_size // MIN_RECORD_SIZE <= _SHORT_QUEUE_OFFSETS:
+            head = _BATCH_HEADS_SHORT_QUEUE_OFFSET[len(born), len(store)]
+        # The fields every record of the batch shares, packed once.
         try:
-            built = self._build_batch(batch, topic, offset, first_queue_offset, queued, store_ts)
-        except struct.error:  # a field the record cannot hold: nothing is taken yet
-            return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
-        if isinstance(built, AppendMessageResult):
-            return built
-        parts, fields, total, keyless = built
+            shared = shared_head.pack((batch.sys_flag & _NOT_HOST_FLAGS) | host_flags, batch.born_timestamp, born,
+                                      store_ts, store, batch.reconsume_times, 0)
+        except struct.error:
+            shared, refusal = bytes(shared_head.size), refusal or REFUSED_FIELD
+        # A record's size less its body, topic field (with the properties' length) and properties.
+        fixed = _FIXED + len(born) + len(store) - _I16.size
+        return (head.pack, shared, batch.queue_id, offset, queue_offset, 1 if queued else 0, topic, fixed,
+                self.config.maxMessageSize, INDEXED_NAMES_PART, store_ts, refusal)
+
+    def append_batch(self, batch: MessageExtBatch) -> AppendMessageResult:
+        """Append a batch: one record per entry, all in one file, consecutive queue offsets.
+
+        The records come built (``batch.records``, or built here from ``batch.entries``), each
+        four parts (its head, the entry's body and properties as they arrived, the topic field),
+        and are written into the file in one copy; ``unit_fields`` of the result are their
+        ConsumeQueue units. They were built for where they would have gone when built, and are
+        re-addressed only when they turn out to go elsewhere (``_moved``); nothing is taken or
+        written before."""
+        maker, records = batch.maker, batch.records
+        if maker is None or records is None:
+            maker = batch.maker = self.batch_maker(batch)
+            records = batch.records = self._build_batch(batch.entries, maker)
+        parts, fields, total, keyless, refusal = records
+        if refusal:
+            return AppendMessageResult(_REFUSALS[refusal])
         found = self._offset_for(total)
         if found is None:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf, pos = found
         start = pos if mf is None else mf.file_from_offset + pos
-        if start != offset:
-            built = self._build_batch(batch, topic, start, first_queue_offset, queued, store_ts)
-            assert not isinstance(built, AppendMessageResult)  # the same entries passed the same checks
-            parts, fields, total, keyless = built
+        key = (batch.topic, batch.queue_id)
+        queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
+        first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        if start != maker[3] or first_queue_offset != maker[4]:
+            try:
+                _moved(parts, fields, start, first_queue_offset, maker[5])
+            except struct.error:  # an offset beyond int64: nothing is taken yet
+                return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if mf is None:
             mf, pos = self._place(start, total)
         mf.write(pos, b"".join(parts))
         mf.wrote_position = pos + total
-        count = len(batch.entries)
+        count = len(fields) // 3
         if queued:
             if not first_queue_offset:  # most likely a new key: the interned name, as sends look it up
                 key = sys.intern(batch.topic), batch.queue_id
             self.topic_queue_table[key] = first_queue_offset + count
+        store_ts = maker[10]
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, start, total, store_ts, first_queue_offset, count,
                                    self._host(batch.store_host), fields[::3], None, (), keyless, fields)
 
-    def _build_batch(self, batch: MessageExtBatch, topic: bytes, offset: int, queue_offset: int, queued: bool,
-                     store_ts: int) -> _BuiltBatch | AppendMessageResult:
-        """The records of ``batch`` starting at physical ``offset``: their parts, ConsumeQueue
-        units and total size, or the result refusing an entry too large.
+    @staticmethod
+    def _build_batch(entries: Sequence[tuple[int, bytes | memoryview, bytes, int]], maker: Maker) -> Built:
+        """The records of ``entries`` built with ``maker``, or the first refusal of one: the store's
+        records of entries given one by one (the broker's are built as it walks a batch body:
+        batch_body.walk_by_struct, which tests/unit/test_batch_body.py pins to this).
 
         A record is four parts: its head, its body, the topic with the properties' length (made
         once per length: producers give every entry its own UNIQ_KEY, so entries' properties
         differ but mostly not in length) and the properties. An entry whose properties are the
-        previous entry's (the same object, as the walk hands repeated ones) reuses their checks
-        and lengths; properties of the previous entry's length (entries differing by their
-        UNIQ_KEY's value) reuse its topic part and size. Properties are searched for the part of
-        the names the index reads until one holds it: when none does, the index child need not
-        read the batch."""
-        born, store = self._host(batch.born_host), self._host(batch.store_host)
-        host_flags = RECORD_HEADS_BY_HOSTS[len(born), len(store)][1]
-        head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[len(born), len(store)]
-        if 0 <= queue_offset and queue_offset + len(batch.entries) <= _SHORT_QUEUE_OFFSETS:
-            head = _BATCH_HEADS_SHORT_QUEUE_OFFSET[len(born), len(store)]
-        # A record's size: this, its body's length and its tail's (``sized``: this and its tail's,
-        # added once per properties' length rather than once per record).
-        fixed = _FIXED + len(born) + len(store) - _I16.size
-        max_body = self.config.maxMessageSize
-        queue_id = batch.queue_id
-        # The fields every record of the batch shares, packed once (a struct.error here refuses
-        # the batch as a record's own does).
-        shared = shared_head.pack((batch.sys_flag & _NOT_HOST_FLAGS) | host_flags, batch.born_timestamp, born, store_ts,
-                                  store, batch.reconsume_times, 0)
-        # Bound once: compiled, a module-level name is a dictionary lookup at every use.
-        pack, pack_len, checksum, magic = head.pack, _I16.pack, crc32, MESSAGE_MAGIC_CODE
-        step = 1 if queued else 0
+        previous entry's (the same object) reuses their checks and lengths. Properties are
+        searched for the part of the names the index reads until one holds it: when none does,
+        the index child need not read the batch."""
+        pack, shared, queue_id, offset, queue_offset, step, topic, fixed, max_body, indexed, _, refusal = maker
+        if refusal:
+            return [], [], 0, True, refusal
+        pack_len, checksum, magic = _I16.pack, crc32, MESSAGE_MAGIC_CODE
         base = offset
         parts: list[bytes | memoryview] = []
-        # The records' ConsumeQueue units, their fields one after another: three appends cost
-        # what a tuple and its append do, and the tuple's freeing and the dispatcher's pack per
-        # unit are saved; the records' offsets, for their message ids, are a slice of them.
         fields: list[int] = []
         topic_lens: dict[int, bytes] = {}
         keyed = False
-        # An entry's properties, after the topic and their length; recomputed only when they are
-        # not the previous entry's (the walk hands repeated properties as one object).
         last: bytes | None = None
         topic_len, sized, props_len = b"", 0, -1
-        for flag, body, props, tags_code in batch.entries:
+        for flag, body, props, tags_code in entries:
             body_len = len(body)
             if body_len > max_body:
-                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+                return [], [], 0, True, REFUSED_SIZE
             if props is not last:
                 last = props
                 if props.find(b"\0") >= 0:
-                    return AppendMessageResult(AppendMessageStatus.NUL_IN_PROPERTIES)
+                    return [], [], 0, True, REFUSED_NUL
                 if len(props) != props_len:  # not the previous properties' length
                     props_len = len(props)
                     cached = topic_lens.get(props_len)
                     if cached is None:
                         if props_len > MAX_PROPERTIES_LENGTH:
-                            return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+                            return [], [], 0, True, REFUSED_PROPERTIES_SIZE
                         cached = topic_lens[props_len] = topic + pack_len(props_len)
                     topic_len = cached
                     sized = fixed + len(topic_len) + props_len
-                keyed = keyed or props.find(INDEXED_NAMES_PART) >= 0
+                keyed = keyed or props.find(indexed) >= 0
             size = sized + body_len
-            parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
-                              body_len))
+            try:
+                parts.append(pack(size, magic, checksum(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
+                                  shared, body_len))
+            except struct.error:  # a field the record cannot hold
+                return [], [], 0, True, REFUSED_FIELD
             parts.append(body)
             parts.append(topic_len)
             parts.append(props)
@@ -416,7 +464,7 @@ class CommitLog:
             fields.append(tags_code)
             offset += size
             queue_offset += step
-        return parts, fields, offset - base, not keyed
+        return parts, fields, offset - base, not keyed, 0
 
     def _offset_for(self, size: int) -> tuple[MappedFile | None, int] | None:
         """Where ``size`` bytes of records go, decided without writing anything: ``(file,

@@ -275,7 +275,7 @@ class ConsumeQueueStore:
 
     def reserve_batch(self, batch: MessageExtBatch) -> tuple[ConsumeQueue, ...]:
         if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
-            made = self.reserve_queue(batch.topic, batch.queue_id, len(batch.entries))
+            made = self.reserve_queue(batch.topic, batch.queue_id, batch.count)
             if made is not None:
                 return made,
         return ()

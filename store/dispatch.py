@@ -78,7 +78,8 @@ class CommitLogDispatcher:
         """``dispatch`` for a batch: its units go into the ConsumeQueue in one write when they
         fit in the current file, else one by one."""
         fields = result.unit_fields
-        assert fields is not None
+        assert fields is not None and batch.records is not None  # append_batch's
+        parts = batch.records[0]  # four per record, its properties last
         topic, queue_id, first = batch.topic, batch.queue_id, result.logics_offset
         if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
             cq = self.find_consume_queue(topic, queue_id)
@@ -88,13 +89,14 @@ class CommitLogDispatcher:
             listener = self.message_arriving_listener
             if listener is not None:
                 store_ts = result.store_timestamp
-                for logic_offset, (_flag, _body, props, tags_code) in enumerate(batch.entries, first + 1):
-                    if not listener(topic, queue_id, logic_offset, tags_code, store_ts, props):
+                for unit in range(0, len(fields), 3):  # mostly the first only: no list of all made first
+                    if not listener(topic, queue_id, first + 1 + unit // 3, fields[unit + 2], store_ts,
+                                    bytes(parts[unit // 3 * 4 + 3])):
                         break
         if self.index_inline and batch.sys_flag & TRANSACTION_ROLLBACK_TYPE != TRANSACTION_ROLLBACK_TYPE:
             prefix = f"{topic}#".encode()
-            for (_flag, _body, props, _), offset in zip(batch.entries, result.offsets, strict=True):
-                self.index_record(prefix, props, offset, result.store_timestamp)
+            for props, offset in zip(parts[3::4], result.offsets, strict=True):
+                self.index_record(prefix, bytes(props), offset, result.store_timestamp)
 
     def dispatch_run(self, entries: Sequence[RunEntry], result: AppendMessageResult) -> None:
         """``dispatch`` for the records of a run."""

@@ -422,14 +422,15 @@ class SendMessageProcessor(RequestProcessor):
 
     def _batch(self, conn: RemotingConnection, header: SendMessageRequestHeader, queue_id: int, body: bytes,
                topic_config: TopicConfig) -> MessageExtBatch:
-        """The store's batch for a SEND_BATCH_MESSAGE body, or RecordError saying why not.
+        """The store's batch for a SEND_BATCH_MESSAGE body, its records built, or RecordError saying why not.
 
         An entry's properties are stored as sent, followed by the header's properties it lacks
         and CLUSTER (Java's batch encoder appends the batch's properties the same way), all as
         bytes: only the names the broker needs are looked up, nothing is decoded or parsed
         into a dict and back (a batch is most of a broker's per-message work). The body is
-        walked once (split_batch_merged), each distinct properties merged once (entries differing
-        only by their UNIQ_KEY's value, once for them all). What is wrong
+        walked once (split_batch_merged) into the store's records, each distinct properties merged
+        once (entries differing only by their UNIQ_KEY's value, once for them all); what the
+        store refuses of them (a body too large, properties holding NUL or too long) it answers. What is wrong
         is answered in this order: the body's structure, an empty batch, the header, an entry's
         properties."""
         refused: str | None = None
@@ -481,26 +482,30 @@ class SendMessageProcessor(RequestProcessor):
                 known[sent] = done
             return done
 
+        sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
+                                     else 0)
+        batch = MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=[], sys_flag=sys_flag,
+                                born_timestamp=header.bornTimestamp, born_host=self.born_host(conn.remote_addr),
+                                store_host=self.broker.store_host, reconsume_times=header.reconsumeTimes or 0)
+        # The walk builds the store's records as it reads the entries, where they would go now.
+        maker = self.broker.message_store.commit_log.batch_maker(batch)
         try:
             if refused is None:  # a refused batch's merge gives what no other batch's would
                 if len(keyed) >= _KEYED_KEPT:
                     keyed.clear()
-                stored_entries, bad_entry = split_batch_merged(body, merge, keyed)
+                records, bad_entry = split_batch_merged(body, merge, maker, keyed)
             else:
-                stored_entries, bad_entry = split_batch_merged(body, merge)
+                records, bad_entry = split_batch_merged(body, merge, maker)
         except RecordError as exc:
             raise RecordError(f"the batch body is malformed: {exc}") from None
-        if not stored_entries:
+        if not records[1]:
             raise RecordError("the batch is empty")
         if refused is not None:
             raise RecordError(refused)
         if bad_entry is not None:
             raise bad_entry
-        sys_flag = header.sysFlag | (MULTI_TAGS_FLAG if topic_config.topicFilterType == TopicFilterType.MULTI_TAG
-                                     else 0)
-        return MessageExtBatch(topic=header.topic, queue_id=queue_id, entries=stored_entries, sys_flag=sys_flag,
-                               born_timestamp=header.bornTimestamp, born_host=self.born_host(conn.remote_addr),
-                               store_host=self.broker.store_host, reconsume_times=header.reconsumeTimes or 0)
+        batch.maker, batch.records = maker, records
+        return batch
 
     def _batch_merging(self, properties: str, cluster_name: str) -> _BatchMerging:
         """What a batch's header ``properties`` make of its entries' properties, kept: the

@@ -1,13 +1,16 @@
-"""The SEND_BATCH_MESSAGE body walked into its entries (docs/store-formats.md#batch-body).
+"""The SEND_BATCH_MESSAGE body walked into the CommitLog's records (docs/store-formats.md#batch-body).
 
 Each entry is laid out as a record's first fields: total size, magic code, body CRC, flag and body
 length (five big-endian int32), the body, a properties length (int16) and the properties. A batch
-is most of a broker's per-message work, so one walk checks the structure and builds what the store
-takes, and the walk is a hot module (docs/hot-modules.md) in two spellings: ``walk_by_struct``,
-the plain one, reads each entry's integers with one Struct call each, the fastest an interpreter
-can; ``walk_by_bytes`` reads them a byte at a time, which mypyc compiles to array reads (a third of
-the walk's time) and an interpreter runs at half the speed. ``split_batch_merged`` is whichever
-suits the build that runs; tests/unit/test_batch_body.py pins the two to each other.
+is most of a broker's per-message work, so one walk checks the structure and builds the records
+the store writes (as Java's batch encoder does): each entry's record head packed and its parts
+appended as the entry is read, with the store's checks of it, no entry made for a second loop. The
+walk is a hot module (docs/hot-modules.md) in two spellings: ``walk_by_struct``, the plain one,
+reads each entry's integers with one Struct call each, the fastest an interpreter can;
+``walk_by_bytes`` reads them a byte at a time, which mypyc compiles to array reads (a third of the
+walk's time) and an interpreter runs at half the speed. ``split_batch_merged`` is whichever suits
+the build that runs; tests/unit/test_batch_body.py pins the two to each other, and to the store's
+records built from the entries one by one (CommitLog._build_batch).
 """
 
 from __future__ import annotations
@@ -17,11 +20,27 @@ from collections.abc import Callable
 from typing import Final
 
 from rocketmq_py.common.build import compiled
-from rocketmq_py.remoting.protocol.message import RecordError
+from rocketmq_py.remoting.protocol.message import MESSAGE_MAGIC_CODE, RecordError, crc32
 
 # An entry as the store takes it (MessageExtBatch.entries): flag, body (a view into the batch
 # body: a batch's records are built from it without a copy), properties as stored, tag hash.
 StoredEntry = tuple[int, bytes | memoryview, bytes, int]
+# What a batch's records are built with (CommitLog.batch_maker, for where they go now): the record
+# head's pack, the fields every record shares packed, the queue id, the first record's physical and
+# queue offsets, the queue offset's step (0 or 1), the topic field (its length byte and name), a
+# record's size less its body, topic field and properties, the largest body, the part of the names
+# the index reads, the store timestamp packed in the shared fields, and the first refusal already
+# found (below; 0: none).
+Maker = tuple[Callable[..., bytes], bytes, int, int, int, int, bytes, int, int, bytes, int, int]
+# A batch's records: their parts (four each: head, body, topic field with the properties' length,
+# properties), their ConsumeQueue units' fields one after another (offset, size, tag hash), their
+# size, whether no entry's properties name a key the index reads, and the first refusal of the
+# store's (below; 0: none; nothing is stored then).
+Built = tuple[list[bytes | memoryview], list[int], int, bool, int]
+# The store's refusals, the first of which a walk reports: a body over the largest (or a topic too
+# long), properties holding NUL, properties over MAX_PROPERTIES_LENGTH, a field the record cannot hold.
+REFUSED_SIZE, REFUSED_NUL, REFUSED_PROPERTIES_SIZE, REFUSED_FIELD = 1, 2, 3, 4
+MAX_PROPERTIES_LENGTH: Final = 32767  # a record's properties length is an int16
 # What the caller makes of an entry's properties as sent: the properties as stored and the tags' hash.
 # The walk assumes one thing of it: properties holding one UNIQ_KEY of ASCII letters and digits, merged
 # into themselves followed by a suffix, get the same suffix and hash whatever that value (``_merged``).
@@ -98,10 +117,19 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
     return stored, None
 
 
+# split_batch's records: a head holding the entry's flag where a record's is (after four int32), the
+# rest of it anything (the offsets and shared fields of a maker of nothing).
+_SPLIT_HEAD = struct.Struct(">5i2q0si")
+_FLAG_AT = 16
+_I32 = struct.Struct(">i")
+_SPLIT_MAKER: Final[Maker] = (_SPLIT_HEAD.pack, b"", 0, 0, 0, 0, b"", 0, 0x7FFFFFFF, b"", 0, 0)
+
+
 def split_batch(body: bytes) -> list[tuple[int, bytes | memoryview, bytes]]:
     """``(flag, body, raw properties)`` of each entry of a batch body, its structure checked."""
-    entries, _ = split_batch_merged(body, _as_sent)
-    return [(flag, data, props) for flag, data, props, _ in entries]
+    (parts, _, _, _, _), _ = split_batch_merged(body, _as_sent, _SPLIT_MAKER)
+    return [(_I32.unpack_from(parts[at], _FLAG_AT)[0], parts[at + 1], bytes(parts[at + 3]))
+            for at in range(0, len(parts), 4)]
 
 
 def _as_sent(props: bytes) -> tuple[bytes, int]:
@@ -118,27 +146,43 @@ def _props_reader(length: int) -> PropsReader:
     return reader
 
 
-def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None
-                   ) -> tuple[list[StoredEntry], RecordError | None]:
-    """Each entry of a batch body as ``(flag, body, *merge(raw properties))``, its structure
-    checked (RecordError), with the first RecordError ``merge`` raised, if any.
+def walk_by_struct(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, tuple[bytes, int]] | None = None
+                   ) -> tuple[Built, RecordError | None]:
+    """The records of a batch body's entries, built with ``maker`` (Maker) and each entry's
+    properties as ``merge`` makes them, the body's structure checked (RecordError), with the
+    first RecordError ``merge`` raised, if any.
 
     ``merge`` is called once per distinct properties (entries mostly repeat a few: the same
     tags), or once per properties that differ only by their UNIQ_KEY's value (``_merged``), and
     its error is returned, not raised, so the caller can answer a malformed structure
-    anywhere in the body before it; the entry it refused keeps its properties as sent. One walk
-    builds the store's entries: a list of split entries merged by a second pass cost a third as
-    much again as the split. ``keyed``, when given, is what earlier walks with the same ``merge``
-    found of properties differing only by their UNIQ_KEY's value (``_merged``), and is added to."""
-    entries: list[StoredEntry] = []
+    anywhere in the body before it; the entry it refused keeps its properties as sent. The
+    store's checks of a record (its body's size, its properties' NUL bytes and length, each
+    distinct properties checked once) give the first refusal in the records, after the whole
+    body is walked, so that a broken structure is the answer wherever it is. One loop reads an
+    entry and builds its record: entries made for a second loop to build from cost that loop,
+    their tuples and the checks again (a whole broker under bench/broker_send.py's batches, about
+    27,000 instructions per batch of 32, docs/hot-modules.md). ``keyed``, when given, is what
+    earlier walks with the same ``merge`` found of properties differing only by their UNIQ_KEY's
+    value (``_merged``), and is added to."""
+    pack, shared, queue_id, offset, queue_offset, step, topic, fixed, max_body, indexed, _, refusal = maker
+    checksum, magic, pack_len = crc32, MESSAGE_MAGIC_CODE, _I16.pack
+    parts: list[bytes | memoryview] = []
+    fields: list[int] = []
+    base = offset
+    topic_lens: dict[int, bytes] = {}  # the topic field by the properties' length
+    has_key = False
     merged: dict[bytes, tuple[bytes, int]] = {}
     if keyed is None:
         keyed = {}
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
-    like_at = like_end = 0
-    last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
+    like_at = like_end = like_sized = 0
+    like_topic = b""
+    # The properties of the entry before, as sent and as stored, its tag hash, topic field and size
+    # less its body.
+    last, last_props, last_code, topic_len, sized = None, b"", 0, b"", 0
     stored: tuple[bytes, int] | None
+    fresh: Like | None
     unpack_head, unpack_len = _ENTRY_HEAD_FIXED.unpack_from, _I16.unpack_from
     # The properties length expected (the entry before's) and its reader, while guessing.
     guess, read_props, wrong = -2, None, 0  # -2: never a length read, nor the -1 of none read
@@ -181,28 +225,66 @@ def walk_by_struct(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, in
                 guess, read_props = props_len, _props_reader(props_len)
             else:
                 read_props = None
+        if body_len > max_body and not refusal:
+            refusal = REFUSED_SIZE
         if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
                 and props[like_at:like_end].isalnum():
-            entries.append((flag, view[start:p], props + like_suffix, like_code))
-            pos = q
-            continue
-        if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
-            stored = merged.get(props)
-            if stored is None:
-                try:
-                    stored, like = _merged(props, merge, merged, keyed)
-                except RecordError as exc:
-                    refused = refused or exc
-                    stored = merged[props] = props, 0
-                else:
-                    if like is not None:
-                        like_len, like_head, like_tail, like_suffix, like_code = like
-                        like_at, like_end = len(like_head), like_len - len(like_tail)
-            last = props
-            last_props, last_code = stored
-        entries.append((flag, view[start:p], last_props, last_code))
+            # Stored as the like properties, checked with them: the same length, and NUL nowhere
+            # but where they hold it (the value is letters and digits); their UNIQ_KEY a key.
+            props += like_suffix
+            topic_field = like_topic
+            code = like_code
+            size = like_sized + body_len
+        else:
+            if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
+                stored, fresh = merged.get(props), None
+                if stored is None:
+                    try:
+                        stored, fresh = _merged(props, merge, merged, keyed)
+                    except RecordError as exc:
+                        refused = refused or exc
+                        stored = merged[props] = props, 0
+                last = props
+                last_props, last_code = stored
+                if last_props.find(b"\0") >= 0 and not refusal:
+                    refusal = REFUSED_NUL
+                stored_len = len(last_props)
+                cached = topic_lens.get(stored_len)
+                if cached is None:
+                    if stored_len > MAX_PROPERTIES_LENGTH:
+                        refusal = refusal or REFUSED_PROPERTIES_SIZE
+                        cached = topic + bytes(2)
+                    else:
+                        cached = topic_lens[stored_len] = topic + pack_len(stored_len)
+                topic_len = cached
+                sized = fixed + len(cached) + stored_len
+                has_key = has_key or last_props.find(indexed) >= 0
+                if fresh is not None:
+                    like_len, like_head, like_tail, like_suffix, like_code = fresh
+                    like_at, like_end = len(like_head), like_len - len(like_tail)
+                    like_topic, like_sized = topic_len, sized
+            # One assignment each: four at once make and unpack a tuple.
+            props = last_props
+            topic_field = topic_len
+            code = last_code
+            size = sized + body_len
+        data = view[start:p]
+        try:
+            parts.append(pack(size, magic, checksum(data) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset, shared,
+                              body_len))
+        except struct.error:  # a field the record cannot hold
+            refusal = refusal or REFUSED_FIELD
+            parts.append(b"")
+        parts.append(data)  # one by one: Python 3.11 appends inline by a list's own append, not a bound one
+        parts.append(topic_field)
+        parts.append(props)
+        fields.append(offset)
+        fields.append(size)
+        fields.append(code)
+        offset += size
+        queue_offset += step
         pos = q
-    return entries, refused
+    return (parts, fields, offset - base, not has_key, refusal), refused
 
 
 def _int32(body: bytes, at: int) -> int:
@@ -211,18 +293,26 @@ def _int32(body: bytes, at: int) -> int:
     return value - 0x100000000 if value & 0x80000000 else value
 
 
-def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None
-                  ) -> tuple[list[StoredEntry], RecordError | None]:
+def walk_by_bytes(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, tuple[bytes, int]] | None = None
+                  ) -> tuple[Built, RecordError | None]:
     """``walk_by_struct`` with the integers read a byte at a time (the compiled build's)."""
-    entries: list[StoredEntry] = []
+    pack, shared, queue_id, offset, queue_offset, step, topic, fixed, max_body, indexed, _, refusal = maker
+    checksum, magic, pack_len = crc32, MESSAGE_MAGIC_CODE, _I16.pack
+    parts: list[bytes | memoryview] = []
+    fields: list[int] = []
+    base = offset
+    topic_lens: dict[int, bytes] = {}
+    has_key = False
     merged: dict[bytes, tuple[bytes, int]] = {}
     if keyed is None:
         keyed = {}
     refused: RecordError | None = None
     like_len, like_head, like_tail, like_suffix, like_code = _NOT_LIKE
-    like_at = like_end = 0
-    last, last_props, last_code = None, b"", 0  # the properties of the entry before, as sent and as stored
+    like_at = like_end = like_sized = 0
+    like_topic = b""
+    last, last_props, last_code, topic_len, sized = None, b"", 0, b"", 0
     stored: tuple[bytes, int] | None
+    fresh: Like | None
     view = memoryview(body)
     pos, end = 0, len(body)
     while pos < end:
@@ -241,28 +331,64 @@ def walk_by_bytes(body: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int
         if props_len < 0 or pos + total != q or q > end:
             raise RecordError("batch entry size does not match its lengths")
         props = body[p + 2:q]
+        if body_len > max_body and not refusal:
+            refusal = REFUSED_SIZE
         if props_len == like_len and props.startswith(like_head) and props.endswith(like_tail) \
                 and props[like_at:like_end].isalnum():
-            entries.append((flag, view[pos + 20:p], props + like_suffix, like_code))
-            pos = q
-            continue
-        if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
-            stored = merged.get(props)
-            if stored is None:
-                try:
-                    stored, like = _merged(props, merge, merged, keyed)
-                except RecordError as exc:
-                    refused = refused or exc
-                    stored = merged[props] = props, 0
-                else:
-                    if like is not None:
-                        like_len, like_head, like_tail, like_suffix, like_code = like
-                        like_at, like_end = len(like_head), like_len - len(like_tail)
-            last = props
-            last_props, last_code = stored
-        entries.append((flag, view[pos + 20:p], last_props, last_code))
+            props += like_suffix
+            topic_field = like_topic
+            code = like_code
+            size = like_sized + body_len
+        else:
+            if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
+                stored, fresh = merged.get(props), None
+                if stored is None:
+                    try:
+                        stored, fresh = _merged(props, merge, merged, keyed)
+                    except RecordError as exc:
+                        refused = refused or exc
+                        stored = merged[props] = props, 0
+                last = props
+                last_props, last_code = stored
+                if last_props.find(b"\0") >= 0 and not refusal:
+                    refusal = REFUSED_NUL
+                stored_len = len(last_props)
+                cached = topic_lens.get(stored_len)
+                if cached is None:
+                    if stored_len > MAX_PROPERTIES_LENGTH:
+                        refusal = refusal or REFUSED_PROPERTIES_SIZE
+                        cached = topic + bytes(2)
+                    else:
+                        cached = topic_lens[stored_len] = topic + pack_len(stored_len)
+                topic_len = cached
+                sized = fixed + len(cached) + stored_len
+                has_key = has_key or last_props.find(indexed) >= 0
+                if fresh is not None:
+                    like_len, like_head, like_tail, like_suffix, like_code = fresh
+                    like_at, like_end = len(like_head), like_len - len(like_tail)
+                    like_topic, like_sized = topic_len, sized
+            # One assignment each: four at once make and unpack a tuple.
+            props = last_props
+            topic_field = topic_len
+            code = last_code
+            size = sized + body_len
+        data = view[pos + 20:p]
+        try:
+            parts.append(pack(size, magic, checksum(data) & 0x7FFFFFFF, queue_id, flag, queue_offset, offset,
+                              shared, body_len))
+        except struct.error:  # a field the record cannot hold
+            refusal = refusal or REFUSED_FIELD
+            parts.append(b"")
+        parts.append(data)
+        parts.append(topic_field)
+        parts.append(props)
+        fields.append(offset)
+        fields.append(size)
+        fields.append(code)
+        offset += size
+        queue_offset += step
         pos = q
-    return entries, refused
+    return (parts, fields, offset - base, not has_key, refusal), refused
 
 
 # The walk the running build does fastest (the module's docstring).

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from rocketmq_py.broker.processors import send
 from rocketmq_py.remoting.codes import RequestCode, ResponseCode
 from rocketmq_py.remoting.command import RemotingCommand
-from rocketmq_py.remoting.protocol.batch_body import Merge, split_batch, walk_by_bytes, walk_by_struct
+from rocketmq_py.remoting.protocol.batch_body import (
+    Maker,
+    Merge,
+    StoredEntry,
+    split_batch,
+    walk_by_bytes,
+    walk_by_struct,
+)
 from rocketmq_py.remoting.protocol.broker import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_py.remoting.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
@@ -26,6 +33,7 @@ from rocketmq_py.remoting.protocol.message import (
     string_to_properties,
     tags_string_to_tags_code,
 )
+from rocketmq_py.store.commit_log import CommitLog
 from tests.unit.send_helpers import send_processor, unconnected
 
 NAMES = ["TAGS", "KEYS", "A", "B", "CLUSTER"]
@@ -167,21 +175,26 @@ async def test_entries_differing_only_by_their_uniq_key_are_stored_as_if_each_we
     body = b"".join(entries)
     checked = []
 
-    def walk_checked(walked: bytes, merge: Merge, keyed: dict[bytes, tuple[bytes, int]] | None = None) -> object:
-        alone = []
+    def walk_checked(walked: bytes, merge: Merge, maker: Maker,
+                     keyed: dict[bytes, tuple[bytes, int]] | None = None) -> object:
+        alone: list[StoredEntry] = []
         refused = None
-        for _, _, props in split_batch(walked):
+        for flag, data, props in split_batch(walked):
             try:
-                alone.append(merge(props))
+                alone.append((flag, data, *merge(props)))
             except RecordError as exc:
                 refused = refused or str(exc)
-                alone.append((props, 0))
+                alone.append((flag, data, props, 0))
+        # The records of each entry merged alone, built one by one by the store.
+        parts, fields, size, keyless, refusal = CommitLog._build_batch(alone, maker)
         for walk in (walk_by_struct, walk_by_bytes):
-            stored, bad = walk(walked, merge)
-            assert ([(props, code) for _, _, props, code in stored], None if bad is None else str(bad)) \
-                == (alone, refused)
+            (w_parts, w_fields, w_size, w_keyless, w_refusal), bad = walk(walked, merge, maker)
+            assert (None if bad is None else str(bad)) == refused
+            assert w_refusal == refusal
+            if not refusal:
+                assert (b"".join(w_parts), w_fields, w_size, w_keyless) == (b"".join(parts), fields, size, keyless)
         checked.append(len(alone))
-        return walk_by_struct(walked, merge, keyed)
+        return walk_by_struct(walked, merge, maker, keyed)
 
     v1 = SendMessageRequestHeader(producerGroup="pg", topic="T", defaultTopic="TBW102", defaultTopicQueueNums=4,
                                   queueId=0, sysFlag=0, bornTimestamp=1700000000123, flag=0,

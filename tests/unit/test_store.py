@@ -27,6 +27,7 @@ from rocketmq_py.remoting.protocol.message import (
 from rocketmq_py.store.commit_log import (
     AppendMessageResult,
     AppendMessageStatus,
+    CommitLog,
     MessageExtBatch,
     MessageExtBrokerInner,
     RunEntry,
@@ -746,5 +747,43 @@ async def test_a_batch_s_records_hold_their_queue_offsets_below_and_past_2_32(tm
             assert decode_record(record).queue_offset == first + i
             assert encode_record(decode_record(record)) == bytes(record)
         assert store.commit_log.topic_queue_table[("Q32", 0)] == first + 4
+    finally:
+        await store.shutdown()
+
+
+@pytest.mark.parametrize("then", ["a put to its queue", "a full file"])
+async def test_a_batch_built_for_one_place_and_stored_at_another_is_re_addressed(tmp_path: str, then: str) -> None:
+    """A batch's records are built for where they would go when built (CommitLog.batch_maker, as
+    the broker's walk of a batch body builds them); stored elsewhere (another put took that
+    place and queue offset, or the file ended and the next one begins), each record holds its
+    own physical and queue offsets and is encode_record's, and its unit is its record's."""
+    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    try:
+        commit_log = store.commit_log
+        assert (await store.put_message(message("Moved", b"x" * 100))).ok
+        stored = batch("Moved", [f"body-{i}".encode() * 50 for i in range(5)], tags="t")
+        maker = stored.maker = commit_log.batch_maker(stored)
+        stored.records = CommitLog._build_batch(stored.entries, maker)
+        if then == "a put to its queue":
+            assert (await store.put_message(message("Moved", b"y" * 100))).ok
+        else:  # the current file filled to within the batch's size
+            while commit_log.max_offset + stored.records[2] + 8 <= commit_log.queue.file_size:
+                assert (await store.put_message(message("Other", b"z" * 1000))).ok
+        end = commit_log.max_offset
+        result = store.append_messages(stored)
+        append = result.append_result
+        assert result.status is PutMessageStatus.PUT_OK and append is not None
+        assert append.wrote_offset != maker[3] and append.logics_offset == (1 if then == "a full file" else 2)
+        assert append.wrote_offset == (commit_log.queue.file_size if then == "a full file" else end)
+        cq = store.find_consume_queue("Moved", 0)
+        for i, offset in enumerate(append.offsets):
+            record = store.look_message_by_offset(offset)
+            assert record is not None
+            decoded = decode_record(record)
+            assert (decoded.commit_log_offset, decoded.queue_offset) == (offset, append.logics_offset + i)
+            assert encode_record(decoded) == bytes(record) and decoded.body == f"body-{i}".encode() * 50
+            assert cq.unit_at(append.logics_offset + i) == (offset, len(record), tags_string_to_tags_code("t"))
     finally:
         await store.shutdown()
