@@ -274,8 +274,15 @@ class ConsumeQueueStore:
         return ()
 
     def reserve_batch(self, batch: MessageExtBatch) -> tuple[ConsumeQueue, ...]:
+        """``reserve_message`` for a batch: its queue's current file mostly has room for it."""
         if batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES:
-            made = self.reserve_queue(batch.topic, batch.queue_id, batch.count)
+            queues = self.consume_queue_table.get(batch.topic)
+            cq = queues.get(batch.queue_id) if queues is not None else None
+            count = batch.count
+            if cq is not None and (files := cq.queue.files) and \
+                    files[-1].wrote_position + count * CQ_STORE_UNIT_SIZE <= files[-1].reserved:
+                return ()
+            made = self.reserve_queue(batch.topic, batch.queue_id, count)
             if made is not None:
                 return made,
         return ()
