@@ -1,12 +1,12 @@
-"""What a CommitLog page warmer's call costs the CPU it runs on, populating straight away against
-reading ahead first (store/prefault.py).
+"""What a CommitLog page warmer's call costs the CPU it runs on (store/prefault.py), populating
+straight away (``populate``) against reading ahead first (``readahead_first``).
 
 A new file (its blocks reserved, as the CommitLog reserves them; the files before it left in the
 page cache, as a broker leaves its CommitLog) is warmed 1 MiB at a time by the
-warmer's own ``_populate``, on this thread, once each way per round, the two ways alternated.
+warmer's own ``_populate``, on this thread, once each way per round, the ways' order rotated.
 Each call's CPU time (``time.thread_time``) is what any thread queued on that CPU waited: the
-populate does not give its CPU up while the kernel allocates. Printed: per way, the median, 99th
-percentile and largest CPU time of a 1 MiB call, and how many calls per GiB took over 5 ms.
+populate does not give its CPU up while the kernel allocates. Printed: per way, the median, mean,
+99th percentile and largest CPU time of a 1 MiB call, and how many calls per GiB took over 5 ms.
 
     .venv/bin/python bench/page_warm.py [--rounds 3] [--mib 256] [--dir DIR]
 
@@ -29,14 +29,14 @@ MiB = 1 << 20
 WAYS = ("populate", "readahead_first")
 
 
-def warm_file(directory: str, mib: int, read_ahead: bool) -> list[float]:
-    """Milliseconds of CPU of each 1 MiB call warming a new file of ``mib`` MiB."""
+def warm_file(directory: str, mib: int, way: str) -> list[float]:
+    """Milliseconds of CPU of each 1 MiB call warming a new file of ``mib`` MiB ``way``."""
     path = os.path.join(directory, f"{time.monotonic_ns():020d}")
     size = mib * MiB
     create_reserved(path, size, size)
     mf = MappedFile(path, size)
     warmer = PageWarmer(size, MADV_POPULATE_WRITE)
-    fd = os.open(path, os.O_RDONLY) if read_ahead else None
+    fd = os.open(path, os.O_RDONLY) if way == "readahead_first" else None
     costs = []
     try:
         for pos in range(0, size, MiB):
@@ -61,15 +61,18 @@ def main() -> None:
     costs: dict[str, list[float]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         for round_no in range(args.rounds):
-            for way in WAYS if round_no % 2 == 0 else reversed(WAYS):
-                run = warm_file(directory, args.mib, way == "readahead_first")
+            turn = round_no % len(WAYS)
+            for way in WAYS[turn:] + WAYS[:turn]:
+                run = warm_file(directory, args.mib, way)
                 costs[way] += run
                 print(f"round {round_no + 1} {way:16s} median {statistics.median(run):.2f} ms/MiB, "
-                      f"max {max(run):.2f}, over 5 ms {sum(c > 5 for c in run)} of {len(run)}", flush=True)
+                      f"mean {statistics.mean(run):.2f}, max {max(run):.2f}, "
+                      f"over 5 ms {sum(c > 5 for c in run)} of {len(run)}", flush=True)
     figures: dict[str, float] = {}
     for way, run in costs.items():
         run.sort()
         figures[f"{way}_cpu_ms_per_mib"] = round(statistics.median(run), 3)
+        figures[f"{way}_mean_ms_per_mib"] = round(statistics.mean(run), 3)
         figures[f"{way}_p99_ms"] = round(run[int(len(run) * 0.99)], 2)
         figures[f"{way}_max_ms"] = round(run[-1], 2)
         figures[f"{way}_over_5ms_per_gib"] = round(sum(c > 5 for c in run) * 1024 / len(run), 1)
