@@ -14,19 +14,17 @@ writable page is dirty, and a group-commit fsync would then write the zeros ahea
 Both need Linux 5.14; elsewhere, or when the kernel refuses, warming turns itself off and puts
 fault as before.
 
-Each piece is read ahead (``posix_fadvise(WILLNEED)``) before it is populated. A populate of
-unwritten pages allocates them in the fault path, which asks for large folios, and now and then
-that allocation compacts memory first: the call then holds its CPU in the kernel for tens of
-milliseconds, and whatever is queued on that CPU waits as long. In W5-like runs (1 KiB at
-2,000/s) every group of 11 or more late messages was the broker's event loop queued behind a
-warmer inside such a call (docs/latency.md). Readahead allocates the same pages by a path that
-does not stall, and the populate after it only maps them. Its typical call costs more (a median
-of 0.98 ms of CPU per MiB against 0.18), but once memory holds earlier files, as a broker's holds
-its CommitLog, the populate's stalls make it the dearer on average: ``bench/page_warm.py``, quiet,
-a mean of 1.00 ms per MiB and no call over 5 ms, against 2.14 (2.7 past the first file) and 85
-calls per GiB over 5 ms. Brokers under 1 MiB sends wrote 787 / 767 / 700 MB/s with readahead
-against 540 / 535 / 477 without (``bench/scale.py``'s ``mb_1mib`` writer, three pairs
-alternated): a writer of any rate gets it.
+A slow writer's pages are read ahead (``posix_fadvise(WILLNEED)``) before they are populated. A
+populate of unwritten pages allocates them in the fault path, which asks for large folios, and
+now and then that allocation compacts memory first: the call then holds its CPU in the kernel for
+tens of milliseconds (up to 73 ms, about one 1 MiB call in ten; ``bench/page_warm.py``), and
+whatever is queued on that CPU waits as long. In W5-like runs (1 KiB at 2,000/s) every group of 11
+or more late messages was the broker's event loop queued behind a warmer inside such a call
+(docs/latency.md). Readahead allocates the same pages by a path that does not stall (none of its
+calls over 5 ms in the same bench); the populate after it only maps them. It costs the warmer
+0.7 ms more CPU per MiB (0.8 against 0.14), which a writer of 1 MiB sends cannot spare
+(``bench/scale.py``'s ``mb_1mib`` fell from 0.56-0.74 to 0.31-0.44 with readahead at every rate),
+so only a writer slower than GENTLE_BYTES_PER_S gets it.
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,6 +63,10 @@ _PAGE = mmap.PAGESIZE
 # kernel time in the event loop 703-928 µs per send; from 1 MiB past it, 11-56% and 334-494 µs
 # (4 MiB past it: 43-49%, 417-494 µs).
 WRITER_LEAD = 1 << 20
+# Writers slower than this (bytes a second, judged by the time between two requests) have their
+# pages read ahead before they are populated (the module's docstring): at most 0.8 ms more of the
+# warmer's CPU per MiB, 2.7% of a core at this rate, to take no compaction stall in the fault path.
+GENTLE_BYTES_PER_S = 32 << 20
 _WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # not on macOS
 
 
@@ -104,8 +107,12 @@ class PageWarmer:
         # (medians 406 -> 523) on that memory, 404-870 -> 529-708 (586 -> 628) on memory just freed;
         # the event loop's CPU per MiB 649 -> 561 and 788 -> 629 (medians of two runs).
         self.threads = max(1, threads)
-        # (file, start, stop)
-        self._jobs: queue.SimpleQueue[tuple[MappedFile, int, int] | None] = queue.SimpleQueue()
+        # (file, start, stop, read ahead first)
+        self._jobs: queue.SimpleQueue[tuple[MappedFile, int, int, bool] | None] = queue.SimpleQueue()
+        # When the writer last asked, to tell a slow writer (GENTLE_BYTES_PER_S); until a second
+        # request tells its rate, a writer is taken as fast: a burst at start must not find the
+        # warmer slowed.
+        self._last_request: float | None = None
         self._threads: list[threading.Thread] = []
         # Held while the bytes populated writable are recorded (_made_writable): pieces end out of
         # order when several threads populate them.
@@ -135,9 +142,15 @@ class PageWarmer:
         mf.warm_requested = stop
         if not self._threads:
             self.start()
+        now = time.monotonic()
+        # A request comes each ``step`` bytes written: a gap of ``step / GENTLE_BYTES_PER_S``
+        # seconds or more is a writer below that rate.
+        last = self._last_request
+        gentle = _WILLNEED is not None and last is not None and (now - last) * GENTLE_BYTES_PER_S >= self.step
+        self._last_request = now
         put = self._jobs.put
         for pos in range(start, stop, _CALL_BYTES):
-            put((mf, pos, min(stop, pos + _CALL_BYTES)))
+            put((mf, pos, min(stop, pos + _CALL_BYTES), gentle))
 
     def start(self) -> None:
         """The thread, started when the store starts rather than at the first put: ``Thread.start``
@@ -164,9 +177,12 @@ class PageWarmer:
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         while (job := self._jobs.get()) is not None:
-            mf, start, stop = job
+            mf, start, stop, gentle = job
             try:
-                self._read_ahead_and_populate(mf, start, stop)
+                if gentle:
+                    self._read_ahead_and_populate(mf, start, stop)
+                else:
+                    self._populate(mf, start, stop)
             except Exception:  # a thread must not die silently: warming is only an optimisation
                 log.exception("warming %s failed; puts will fault their own pages", mf.path)
                 self.enabled = False
@@ -175,12 +191,9 @@ class PageWarmer:
         """``_populate``, each piece read ahead first, through a descriptor of the job's own: the
         writer's may be closed (and its number reused) by the loop meanwhile, and one kept past
         the job would keep a removed file's blocks."""
-        if _WILLNEED is None:
-            self._populate(mf, start, stop)
-            return
         try:
             fd = os.open(mf.path, os.O_RDONLY)
-        except OSError:  # no descriptor left, or the file removed: populated without
+        except OSError:  # no descriptor left, or the file removed: populated as a fast writer's
             self._populate(mf, start, stop)
             return
         try:
@@ -208,7 +221,7 @@ class PageWarmer:
             length = min(_CALL_BYTES, stop - pos)
             if read_ahead_fd is not None and _WILLNEED is not None:
                 # Readahead changes no byte: pages already cached (written) are left as they are. A
-                # refusal leaves the populate to allocate them.
+                # refusal leaves the populate to allocate them, as a fast writer's.
                 with contextlib.suppress(OSError):
                     os.posix_fadvise(read_ahead_fd, pos, length, _WILLNEED)
             mark = mf.sync_mark()

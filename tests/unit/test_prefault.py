@@ -232,10 +232,11 @@ def test_pages_populated_while_a_sync_runs_are_not_taken_as_writable(reserved_fi
     assert not mf.is_writable(3 * MiB, PAGE)
 
 
-def test_a_writer_s_pages_are_read_ahead_before_they_are_populated(
+def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_one_s_are_not(
         reserved_file: MappedFile, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Readahead allocates a writer's pages by a path that takes no compaction stall, then the
-    populate maps them, whatever the writer's rate; no byte of the file changes."""
+    """Readahead allocates a slow writer's pages by a path that takes no compaction stall, then
+    the populate maps them; a writer past GENTLE_BYTES_PER_S gets the populate alone. Either way
+    no byte of the file changes."""
     mf = reserved_file
     warmer = PageWarmer(4 * MiB, MADV_POPULATE_WRITE)
     if not warmer.enabled or not hasattr(os, "posix_fadvise"):
@@ -263,9 +264,11 @@ def test_a_writer_s_pages_are_read_ahead_before_they_are_populated(
 
     warmer._madvise = populate
     try:
-        warmer.request(mf, 0)  # [0, 4 MiB): a first request
+        warmer.request(mf, 0)  # [0, 4 MiB): a first request, its writer's rate unknown, taken as fast
         warmer.request(mf, MiB)  # [4, 5 MiB): the next step at once, a fast writer's
+        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)  # the writer's next steps come slowly
         warmer.request(mf, 2 * MiB)  # [5, 6 MiB)
+        time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)
         warmer.request(mf, 3 * MiB)  # [6, 7 MiB)
         deadline = time.monotonic() + 10
         while warmer.populated < 7 * MiB and time.monotonic() < deadline:
@@ -276,7 +279,7 @@ def test_a_writer_s_pages_are_read_ahead_before_they_are_populated(
     populated = [offset for kind, offset, _ in events if kind == "populate"]
     read_ahead = [offset for kind, offset, _ in events if kind == "readahead"]
     assert populated == [n * MiB for n in range(7)]
-    assert read_ahead == populated
+    assert read_ahead == [5 * MiB, 6 * MiB]
     for offset in read_ahead:
         assert events.index(("readahead", offset, MiB)) < events.index(("populate", offset, MiB))
     mf.write(5 * MiB + 100, written)  # the writer reaches pages read ahead and populated
