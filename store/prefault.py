@@ -15,13 +15,16 @@ Both need Linux 5.14; elsewhere, or when the kernel refuses, warming turns itsel
 fault as before.
 
 A slow writer's pages are read ahead (``posix_fadvise(WILLNEED)``) before they are populated. A
-populate of unwritten pages allocates them in the fault path, which asks for large folios, and
-now and then that allocation compacts memory first: the call then holds its CPU in the kernel for
-tens of milliseconds (up to 73 ms, about one 1 MiB call in ten; ``bench/page_warm.py``), and
-whatever is queued on that CPU waits as long. In W5-like runs (1 KiB at 2,000/s) every group of 11
-or more late messages was the broker's event loop queued behind a warmer inside such a call
-(docs/latency.md). Readahead allocates the same pages by a path that does not stall (none of its
-calls over 5 ms in the same bench); the populate after it only maps them. It costs the warmer
+populate's first fault in a window reads around it, the device's whole readahead (8 MiB here), and
+over unwritten blocks that read is the filesystem zero-filling the window's new large folios in
+one call (perf of ``bench/page_warm.py``: 81% of the populate's CPU in ``memset`` under
+``ext4_mpage_readpages``; not compaction, ``compact_stall`` stays 0). On memory the host must back
+again that is tens of milliseconds (up to 73 ms, about one 1 MiB call in ten), during which the
+call holds its CPU in the kernel and whatever is queued on that CPU waits as long. In W5-like
+runs (1 KiB at 2,000/s) every group of 11 or more late messages was the broker's event loop
+queued behind a warmer inside such a call (docs/latency.md). Readahead of the piece allocates
+exactly its pages, evenly (none of its calls over 5 ms in the same bench); the populate after it
+only maps them. It costs the warmer
 0.7 ms more CPU per MiB (0.8 against 0.14), which a writer of 1 MiB sends cannot spare
 (``bench/scale.py``'s ``mb_1mib`` fell from 0.56-0.74 to 0.31-0.44 with readahead at every rate),
 so only a writer slower than GENTLE_BYTES_PER_S gets it.
@@ -65,7 +68,7 @@ _PAGE = mmap.PAGESIZE
 WRITER_LEAD = 1 << 20
 # Writers slower than this (bytes a second, judged by the time between two requests) have their
 # pages read ahead before they are populated (the module's docstring): at most 0.8 ms more of the
-# warmer's CPU per MiB, 2.7% of a core at this rate, to take no compaction stall in the fault path.
+# warmer's CPU per MiB, 2.7% of a core at this rate, to take no 8 MiB zero-fill in one fault.
 GENTLE_BYTES_PER_S = 32 << 20
 _WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # not on macOS
 
