@@ -363,8 +363,8 @@ class CommitLog:
             shared, refusal = bytes(shared_head.size), refusal or REFUSED_FIELD
         # A record's size less its body, topic field (with the properties' length) and properties.
         fixed = _FIXED + len(born) + len(store) - _I16.size
-        return (head.pack, shared, batch.queue_id, offset, queue_offset, 1 if queued else 0, topic, fixed,
-                self.config.maxMessageSize, INDEXED_NAMES_PART, store_ts, refusal)
+        return Maker(head.pack, shared, batch.queue_id, offset, queue_offset, 1 if queued else 0, topic, fixed,
+                     self.config.maxMessageSize, INDEXED_NAMES_PART, store_ts, refusal)
 
     def append_batch(self, batch: MessageExtBatch) -> AppendMessageResult:
         """Append a batch: one record per entry, all in one file, consecutive queue offsets.
@@ -390,9 +390,9 @@ class CommitLog:
         key = (batch.topic, batch.queue_id)
         queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
         first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
-        if start != maker[3] or first_queue_offset != maker[4]:
+        if start != maker.offset or first_queue_offset != maker.queue_offset:
             try:
-                _moved(parts, fields, start, first_queue_offset, maker[5])
+                _moved(parts, fields, start, first_queue_offset, maker.step)
             except struct.error:  # an offset beyond int64: nothing is taken yet
                 return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
         if mf is None:
@@ -404,7 +404,7 @@ class CommitLog:
             if not first_queue_offset:  # most likely a new key: the interned name, as sends look it up
                 key = sys.intern(batch.topic), batch.queue_id
             self.topic_queue_table[key] = first_queue_offset + count
-        store_ts = maker[10]
+        store_ts = maker.store_ts
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, start, total, store_ts, first_queue_offset, count,
                                    self._host(batch.store_host), fields[::3], None, (), keyless, fields)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 from rocketmq_py.common.build import compiled
 from rocketmq_py.remoting.protocol.message import MESSAGE_MAGIC_CODE, RecordError, crc32
@@ -25,13 +25,26 @@ from rocketmq_py.remoting.protocol.message import MESSAGE_MAGIC_CODE, RecordErro
 # An entry as the store takes it (MessageExtBatch.entries): flag, body (a view into the batch
 # body: a batch's records are built from it without a copy), properties as stored, tag hash.
 StoredEntry = tuple[int, bytes | memoryview, bytes, int]
-# What a batch's records are built with (CommitLog.batch_maker, for where they go now): the record
-# head's pack, the fields every record shares packed, the queue id, the first record's physical and
-# queue offsets, the queue offset's step (0 or 1), the topic field (its length byte and name), a
-# record's size less its body, topic field and properties, the largest body, the part of the names
-# the index reads, the store timestamp packed in the shared fields, and the first refusal already
-# found (below; 0: none).
-Maker = tuple[Callable[..., bytes], bytes, int, int, int, int, bytes, int, int, bytes, int, int]
+
+
+class Maker(NamedTuple):
+    """What a batch's records are built with (CommitLog.batch_maker, for where they go now). The
+    walks unpack it whole, positionally, in their order: one unpack rather than a field read each."""
+
+    pack: Callable[..., bytes]  # the record head's pack
+    shared: bytes  # the fields every record shares, packed
+    queue_id: int
+    offset: int  # the first record's physical offset
+    queue_offset: int  # the first record's queue offset
+    step: int  # the queue offset's step from one record to the next: 0 or 1
+    topic: bytes  # the topic field: its length byte and name
+    fixed: int  # a record's size less its body, topic field and properties
+    max_body: int  # the largest body
+    indexed: bytes  # the part of the names the index reads
+    store_ts: int  # the store timestamp packed in ``shared``
+    refusal: int  # the first refusal already found (below; 0: none)
+
+
 # A batch's records: their parts (four each: head, body, topic field with the properties' length,
 # properties), their ConsumeQueue units' fields one after another (offset, size, tag hash), their
 # size, whether no entry's properties name a key the index reads, and the first refusal of the
@@ -122,7 +135,7 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
 _SPLIT_HEAD = struct.Struct(">5i2q0si")
 _FLAG_AT = 16
 _I32 = struct.Struct(">i")
-_SPLIT_MAKER: Final[Maker] = (_SPLIT_HEAD.pack, b"", 0, 0, 0, 0, b"", 0, 0x7FFFFFFF, b"", 0, 0)
+_SPLIT_MAKER: Final = Maker(_SPLIT_HEAD.pack, b"", 0, 0, 0, 0, b"", 0, 0x7FFFFFFF, b"", 0, 0)
 
 
 def split_batch(body: bytes) -> list[tuple[int, bytes | memoryview, bytes]]:

@@ -43,7 +43,7 @@ def _maker(max_body: int = 200, queue_offset: int = 5) -> Maker:
     """A store's maker (CommitLog.batch_maker) for IPv4 hosts, a topic ``T``, bodies up to ``max_body``."""
     head, shared_head = BATCH_RECORD_HEADS_BY_HOSTS[8, 8]
     shared = shared_head.pack(0, 1700000000123, bytes(8), 1700000000456, bytes(8), 0, 0)
-    return (head.pack, shared, 3, 4096, queue_offset, 1, b"\x01T", 80, max_body, b"KEY", 1700000000456, 0)
+    return Maker(head.pack, shared, 3, 4096, queue_offset, 1, b"\x01T", 80, max_body, b"KEY", 1700000000456, 0)
 
 
 def _entry(flag: int, body: bytes, props: bytes) -> bytes:

@@ -775,7 +775,7 @@ async def test_a_batch_built_for_one_place_and_stored_at_another_is_re_addressed
         result = store.append_messages(stored)
         append = result.append_result
         assert result.status is PutMessageStatus.PUT_OK and append is not None
-        assert append.wrote_offset != maker[3] and append.logics_offset == (1 if then == "a full file" else 2)
+        assert append.wrote_offset != maker.offset and append.logics_offset == (1 if then == "a full file" else 2)
         assert append.wrote_offset == (commit_log.queue.file_size if then == "a full file" else end)
         cq = store.find_consume_queue("Moved", 0)
         for i, offset in enumerate(append.offsets):
