@@ -130,6 +130,53 @@ def _merged(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]],
     return stored, None
 
 
+# A ``Like`` as a walk keeps it: with where the value starts and ends, the topic field and the size
+# less its body of the properties as stored.
+LikeFound = tuple[int, bytes, bytes, bytes, int, int, int, bytes, int]
+# What ``_stored`` gives: the properties as stored, their tags' hash, topic field (with their length)
+# and a record's size less its body; the walk's first refusal, whether an entry's properties hold a
+# key the index reads and the merge's first error, each as it stands after these properties; and
+# their ``LikeFound``, if any.
+Stored = tuple[bytes, int, bytes, int, int, bool, RecordError | None, LikeFound | None]
+
+
+def _stored(props: bytes, merge: Merge, merged: dict[bytes, tuple[bytes, int]], keyed: dict[bytes, tuple[bytes, int]],
+            topic: bytes, topic_lens: dict[int, bytes], fixed: int, indexed: bytes, refusal: int, has_key: bool,
+            refused: RecordError | None) -> Stored:
+    """An entry's ``props`` as stored and checked, for both walks: merged (``_merged``) unless
+    already in ``merged``, a refused merge's error kept as the walk's first and the properties
+    stored as sent; their NUL bytes and length checked into the walk's first ``refusal``; their
+    topic field made once per length (``topic_lens``). A walk calls it once per distinct
+    properties, not for properties like the last ``LikeFound`` (each entry's own UNIQ_KEY): one
+    call per batch of bench/broker_send.py's bodies, shared or keyed."""
+    stored, fresh = merged.get(props), None
+    if stored is None:
+        try:
+            stored, fresh = _merged(props, merge, merged, keyed)
+        except RecordError as exc:
+            refused = refused or exc
+            stored = merged[props] = props, 0
+    stored_props, code = stored
+    if stored_props.find(b"\0") >= 0 and not refusal:
+        refusal = REFUSED_NUL
+    stored_len = len(stored_props)
+    cached = topic_lens.get(stored_len)
+    if cached is None:
+        if stored_len > MAX_PROPERTIES_LENGTH:
+            refusal = refusal or REFUSED_PROPERTIES_SIZE
+            cached = topic + bytes(2)
+        else:
+            cached = topic_lens[stored_len] = topic + _I16.pack(stored_len)
+    sized = fixed + len(cached) + stored_len
+    has_key = has_key or stored_props.find(indexed) >= 0
+    found: LikeFound | None = None
+    if fresh is not None:
+        like_len, like_head, like_tail, like_suffix, like_code = fresh
+        found = (like_len, like_head, like_tail, like_suffix, like_code, len(like_head), like_len - len(like_tail),
+                 cached, sized)
+    return stored_props, code, cached, sized, refusal, has_key, refused, found
+
+
 # split_batch's records: a head holding the entry's flag where a record's is (after four int32), the
 # rest of it anything (the offsets and shared fields of a maker of nothing).
 _SPLIT_HEAD = struct.Struct(">5i2q0si")
@@ -178,7 +225,7 @@ def walk_by_struct(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, t
     earlier walks with the same ``merge`` found of properties differing only by their UNIQ_KEY's
     value (``_merged``), and is added to."""
     pack, shared, queue_id, offset, queue_offset, step, topic, fixed, max_body, indexed, _, refusal = maker
-    checksum, magic, pack_len = crc32, MESSAGE_MAGIC_CODE, _I16.pack
+    checksum, magic = crc32, MESSAGE_MAGIC_CODE
     parts: list[bytes | memoryview] = []
     fields: list[int] = []
     base = offset
@@ -194,8 +241,7 @@ def walk_by_struct(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, t
     # The properties of the entry before, as sent and as stored, its tag hash, topic field and size
     # less its body.
     last, last_props, last_code, topic_len, sized = None, b"", 0, b"", 0
-    stored: tuple[bytes, int] | None
-    fresh: Like | None
+    fresh: LikeFound | None
     unpack_head, unpack_len = _ENTRY_HEAD_FIXED.unpack_from, _I16.unpack_from
     # The properties length expected (the entry before's) and its reader, while guessing.
     guess, read_props, wrong = -2, None, 0  # -2: never a length read, nor the -1 of none read
@@ -250,32 +296,12 @@ def walk_by_struct(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, t
             size = like_sized + body_len
         else:
             if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
-                stored, fresh = merged.get(props), None
-                if stored is None:
-                    try:
-                        stored, fresh = _merged(props, merge, merged, keyed)
-                    except RecordError as exc:
-                        refused = refused or exc
-                        stored = merged[props] = props, 0
                 last = props
-                last_props, last_code = stored
-                if last_props.find(b"\0") >= 0 and not refusal:
-                    refusal = REFUSED_NUL
-                stored_len = len(last_props)
-                cached = topic_lens.get(stored_len)
-                if cached is None:
-                    if stored_len > MAX_PROPERTIES_LENGTH:
-                        refusal = refusal or REFUSED_PROPERTIES_SIZE
-                        cached = topic + bytes(2)
-                    else:
-                        cached = topic_lens[stored_len] = topic + pack_len(stored_len)
-                topic_len = cached
-                sized = fixed + len(cached) + stored_len
-                has_key = has_key or last_props.find(indexed) >= 0
+                last_props, last_code, topic_len, sized, refusal, has_key, refused, fresh = _stored(
+                    props, merge, merged, keyed, topic, topic_lens, fixed, indexed, refusal, has_key, refused)
                 if fresh is not None:
-                    like_len, like_head, like_tail, like_suffix, like_code = fresh
-                    like_at, like_end = len(like_head), like_len - len(like_tail)
-                    like_topic, like_sized = topic_len, sized
+                    like_len, like_head, like_tail, like_suffix, like_code, like_at, like_end, like_topic, like_sized \
+                        = fresh
             # One assignment each: four at once make and unpack a tuple.
             props = last_props
             topic_field = topic_len
@@ -310,7 +336,7 @@ def walk_by_bytes(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, tu
                   ) -> tuple[Built, RecordError | None]:
     """``walk_by_struct`` with the integers read a byte at a time (the compiled build's)."""
     pack, shared, queue_id, offset, queue_offset, step, topic, fixed, max_body, indexed, _, refusal = maker
-    checksum, magic, pack_len = crc32, MESSAGE_MAGIC_CODE, _I16.pack
+    checksum, magic = crc32, MESSAGE_MAGIC_CODE
     parts: list[bytes | memoryview] = []
     fields: list[int] = []
     base = offset
@@ -324,8 +350,7 @@ def walk_by_bytes(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, tu
     like_at = like_end = like_sized = 0
     like_topic = b""
     last, last_props, last_code, topic_len, sized = None, b"", 0, b"", 0
-    stored: tuple[bytes, int] | None
-    fresh: Like | None
+    fresh: LikeFound | None
     view = memoryview(body)
     pos, end = 0, len(body)
     while pos < end:
@@ -354,32 +379,12 @@ def walk_by_bytes(body: bytes, merge: Merge, maker: Maker, keyed: dict[bytes, tu
             size = like_sized + body_len
         else:
             if props != last:  # not the previous entry's (a batch of one tag: compared, not hashed and looked up)
-                stored, fresh = merged.get(props), None
-                if stored is None:
-                    try:
-                        stored, fresh = _merged(props, merge, merged, keyed)
-                    except RecordError as exc:
-                        refused = refused or exc
-                        stored = merged[props] = props, 0
                 last = props
-                last_props, last_code = stored
-                if last_props.find(b"\0") >= 0 and not refusal:
-                    refusal = REFUSED_NUL
-                stored_len = len(last_props)
-                cached = topic_lens.get(stored_len)
-                if cached is None:
-                    if stored_len > MAX_PROPERTIES_LENGTH:
-                        refusal = refusal or REFUSED_PROPERTIES_SIZE
-                        cached = topic + bytes(2)
-                    else:
-                        cached = topic_lens[stored_len] = topic + pack_len(stored_len)
-                topic_len = cached
-                sized = fixed + len(cached) + stored_len
-                has_key = has_key or last_props.find(indexed) >= 0
+                last_props, last_code, topic_len, sized, refusal, has_key, refused, fresh = _stored(
+                    props, merge, merged, keyed, topic, topic_lens, fixed, indexed, refusal, has_key, refused)
                 if fresh is not None:
-                    like_len, like_head, like_tail, like_suffix, like_code = fresh
-                    like_at, like_end = len(like_head), like_len - len(like_tail)
-                    like_topic, like_sized = topic_len, sized
+                    like_len, like_head, like_tail, like_suffix, like_code, like_at, like_end, like_topic, like_sized \
+                        = fresh
             # One assignment each: four at once make and unpack a tuple.
             props = last_props
             topic_field = topic_len
