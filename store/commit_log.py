@@ -270,13 +270,23 @@ COMMIT_LOG_READ_AHEAD = 32 * 1024 * 1024
 COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
 
 
-def _moved(parts: list[bytes | memoryview], fields: list[int], offset: int, queue_offset: int, step: int) -> None:
+def _moved(parts: list[bytes | memoryview], fields: list[int], offset: int, queue_offset: int, step: int,
+           store_ts: int = 0) -> None:
     """A batch's records (``parts`` and ``fields`` as built) re-addressed to physical ``offset``
-    and, stepping by ``step``, ``queue_offset``: their heads' two offsets packed again."""
+    and, stepping by ``step``, ``queue_offset``: their heads' two offsets packed again; and
+    stamped ``store_ts`` when given (not 0), each head's store timestamp packed again too."""
     pack, at = _QUEUE_AND_PHYSICAL.pack, _QUEUE_AND_PHYSICAL_AT
+    stamp, stamp_at = b"", 0
+    if store_ts and parts:  # the hosts' lengths, hence where the stamp is, are every record's
+        stamp = _I64.pack(store_ts)
+        stamp_at = _STORE_TIMESTAMP_AT[_I32.unpack_from(parts[0], SYS_FLAG_AT)[0] & HOST_V6_FLAGS]
     for unit in range(0, len(fields), 3):
         head = parts[unit // 3 * 4]
-        parts[unit // 3 * 4] = b"".join((head[:at], pack(queue_offset, offset), head[at + 16:]))
+        if stamp:
+            parts[unit // 3 * 4] = b"".join((head[:at], pack(queue_offset, offset), head[at + 16:stamp_at], stamp,
+                                             head[stamp_at + 8:]))
+        else:
+            parts[unit // 3 * 4] = b"".join((head[:at], pack(queue_offset, offset), head[at + 16:]))
         fields[unit] = offset
         offset += fields[unit + 1]
         queue_offset += step
@@ -390,11 +400,17 @@ class CommitLog:
         key = (batch.topic, batch.queue_id)
         queued = batch.sys_flag & TRANSACTION_ROLLBACK_TYPE in QUEUED_TRANSACTION_TYPES
         first_queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        store_ts = maker.store_ts
         if start != maker.offset or first_queue_offset != maker.queue_offset:
+            # Another put came between the maker and here (or the file ended): its store time
+            # may be up to a millisecond after the maker's, and a batch is stamped no earlier
+            # than the record before it, as Java stamps one inside its put lock.
+            later = self.last_store_timestamp if self.last_store_timestamp > store_ts else 0
             try:
-                _moved(parts, fields, start, first_queue_offset, maker.step)
+                _moved(parts, fields, start, first_queue_offset, maker.step, later)
             except struct.error:  # an offset beyond int64: nothing is taken yet
                 return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
+            store_ts = later or store_ts
         if mf is None:
             mf, pos = self._place(start, total)
         mf.write(pos, b"".join(parts))
@@ -404,7 +420,6 @@ class CommitLog:
             if not first_queue_offset:  # most likely a new key: the interned name, as sends look it up
                 key = sys.intern(batch.topic), batch.queue_id
             self.topic_queue_table[key] = first_queue_offset + count
-        store_ts = maker.store_ts
         self.last_store_timestamp = store_ts
         return AppendMessageResult(_PUT_OK, start, total, store_ts, first_queue_offset, count,
                                    self._host(batch.store_host), fields[::3], None, (), keyless, fields)

@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import socket
 import struct
+import time
 import zlib
 from typing import Any
 
@@ -785,5 +786,55 @@ async def test_a_batch_built_for_one_place_and_stored_at_another_is_re_addressed
             assert (decoded.commit_log_offset, decoded.queue_offset) == (offset, append.logics_offset + i)
             assert encode_record(decoded) == bytes(record) and decoded.body == f"body-{i}".encode() * 50
             assert cq.unit_at(append.logics_offset + i) == (offset, len(record), tags_string_to_tags_code("t"))
+    finally:
+        await store.shutdown()
+
+
+async def test_a_batch_stored_after_a_later_put_is_stamped_no_earlier_than_that_put(
+        tmp_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch's store time is taken with its maker (CommitLog.batch_maker, when the broker walks
+    its body). A put stored between that and the batch's append, 5 ms later, comes first in the
+    CommitLog; the batch's records and result are then stamped with that put's time, not before
+    it (Java stamps a batch inside its put lock): store times never go backwards along the
+    CommitLog. A batch with no put between keeps its maker's time, though the clock moved on."""
+    now = [1800000000.0005]  # half a millisecond in: int(now * 1000) is not at a float's mercy
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    store = DefaultMessageStore(small_config(str(tmp_path), messageIndexInChildProcess=False))
+    await store.load()
+    await store.start()
+    try:
+        commit_log = store.commit_log
+        late = batch("Stamped", [f"body-{i}".encode() * 20 for i in range(3)], tags="t")
+        maker = late.maker = commit_log.batch_maker(late)
+        late.records = CommitLog._build_batch(late.entries, maker)
+        now[0] += 0.005
+        put = await store.put_message(message("Stamped", b"y" * 100))
+        assert put.ok and put.append_result is not None
+        before = put.append_result.store_timestamp
+        assert before == maker.store_ts + 5 == commit_log.last_store_timestamp
+        result = store.append_messages(late)
+        append = result.append_result
+        assert result.status is PutMessageStatus.PUT_OK and append is not None
+        assert append.wrote_offset > put.append_result.wrote_offset and append.logics_offset == 1
+        assert append.store_timestamp == before == commit_log.last_store_timestamp
+        stamps = []
+        for i, offset in enumerate(append.offsets):
+            record = store.look_message_by_offset(offset)
+            assert record is not None
+            decoded = decode_record(record)
+            assert (decoded.commit_log_offset, decoded.queue_offset) == (offset, 1 + i)
+            assert encode_record(decoded) == bytes(record) and decoded.body == f"body-{i}".encode() * 20
+            stamps.append(decoded.store_timestamp)
+        assert stamps == [before] * 3
+        # No put between: the maker's time, and the records as built.
+        on_time = batch("Stamped", [b"z" * 50], tags="t")
+        maker = on_time.maker = commit_log.batch_maker(on_time)
+        on_time.records = CommitLog._build_batch(on_time.entries, maker)
+        built = b"".join(on_time.records[0])
+        now[0] += 0.002
+        append = store.append_messages(on_time).append_result
+        assert append is not None and append.store_timestamp == maker.store_ts == before
+        record = store.look_message_by_offset(append.wrote_offset)
+        assert record is not None and bytes(record) == built
     finally:
         await store.shutdown()
