@@ -93,6 +93,10 @@ def test_pages_ahead_of_the_writer_are_resident_and_nothing_far_beyond(warm_log:
 def test_the_window_follows_the_writer(warm_log: CommitLog) -> None:
     body = bytes(range(256)) * 256
     results = [warm_log.append_message(message("T", body))]
+    # The first window in place before the writer goes on: this loop writes faster than a warmer
+    # reading ahead (how a first request is taken), and pages a writer passes are then its own
+    # (WRITER_LEAD), not the warmer's.
+    assert wait_resident(warm_log.queue.files[-1], 0, AHEAD) == AHEAD // PAGE
     while warm_log.queue.files[-1].wrote_position < 5 * MiB:
         results.append(warm_log.append_message(message("T", body)))
     mf = warm_log.queue.files[-1]
@@ -234,9 +238,10 @@ def test_pages_populated_while_a_sync_runs_are_not_taken_as_writable(reserved_fi
 
 def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_one_s_are_not(
         reserved_file: MappedFile, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Readahead allocates a slow writer's pages by a path that takes no compaction stall, then
-    the populate maps them; a writer past GENTLE_BYTES_PER_S gets the populate alone. Either way
-    no byte of the file changes."""
+    """Readahead allocates a slow writer's pages, exactly those asked (a populate's fault reads
+    around it, zero-filling up to the device's readahead in one call), then the populate maps them;
+    a writer past GENTLE_BYTES_PER_S gets the populate alone, and a first request, whose writer's
+    rate is not known yet, is taken as slow. Either way no byte of the file changes."""
     mf = reserved_file
     warmer = PageWarmer(4 * MiB, MADV_POPULATE_WRITE)
     if not warmer.enabled or not hasattr(os, "posix_fadvise"):
@@ -264,7 +269,7 @@ def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_o
 
     warmer._madvise = populate
     try:
-        warmer.request(mf, 0)  # [0, 4 MiB): a first request, its writer's rate unknown, taken as fast
+        warmer.request(mf, 0)  # [0, 4 MiB): a first request, its writer's rate unknown, taken as slow
         warmer.request(mf, MiB)  # [4, 5 MiB): the next step at once, a fast writer's
         time.sleep(1.2 * MiB / prefault.GENTLE_BYTES_PER_S)  # the writer's next steps come slowly
         warmer.request(mf, 2 * MiB)  # [5, 6 MiB)
@@ -279,7 +284,7 @@ def test_a_slow_writer_s_pages_are_read_ahead_before_they_are_populated_a_fast_o
     populated = [offset for kind, offset, _ in events if kind == "populate"]
     read_ahead = [offset for kind, offset, _ in events if kind == "readahead"]
     assert populated == [n * MiB for n in range(7)]
-    assert read_ahead == [5 * MiB, 6 * MiB]
+    assert read_ahead == [0, MiB, 2 * MiB, 3 * MiB, 5 * MiB, 6 * MiB]
     for offset in read_ahead:
         assert events.index(("readahead", offset, MiB)) < events.index(("populate", offset, MiB))
     mf.write(5 * MiB + 100, written)  # the writer reaches pages read ahead and populated
