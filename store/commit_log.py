@@ -271,10 +271,10 @@ COMMIT_LOG_RESERVE_CHUNK = 8 * 1024 * 1024
 
 
 def _moved(parts: list[bytes | memoryview], fields: list[int], offset: int, queue_offset: int, step: int,
-           store_ts: int = 0) -> None:
+           store_ts: int) -> None:
     """A batch's records (``parts`` and ``fields`` as built) re-addressed to physical ``offset``
     and, stepping by ``step``, ``queue_offset``: their heads' two offsets packed again; and
-    stamped ``store_ts`` when given (not 0), each head's store timestamp packed again too."""
+    stamped ``store_ts`` unless it is 0, each head's store timestamp packed again too."""
     pack, at = _QUEUE_AND_PHYSICAL.pack, _QUEUE_AND_PHYSICAL_AT
     stamp, stamp_at = b"", 0
     if store_ts and parts:  # the hosts' lengths, hence where the stamp is, are every record's

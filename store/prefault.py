@@ -24,10 +24,10 @@ call holds its CPU in the kernel and whatever is queued on that CPU waits as lon
 runs (1 KiB at 2,000/s) every group of 11 or more late messages was the broker's event loop
 queued behind a warmer inside such a call (docs/latency.md). Readahead of the piece allocates
 exactly its pages, evenly (none of its calls over 5 ms in the same bench); the populate after it
-only maps them. It costs the warmer
-0.7 ms more CPU per MiB (0.8 against 0.14), which a writer of 1 MiB sends cannot spare
-(``bench/scale.py``'s ``mb_1mib`` fell from 0.56-0.74 to 0.31-0.44 with readahead at every rate),
-so only a writer slower than GENTLE_BYTES_PER_S gets it.
+only maps them. It costs the warmer 0.7 ms more CPU per MiB (0.8 against 0.14), which a writer of
+1 MiB sends cannot spare (``bench/scale.py``'s ``mb_1mib`` fell from 0.56-0.74 to 0.31-0.44 with
+readahead at every rate), so only a writer slower than GENTLE_BYTES_PER_S gets it, and one whose
+rate is not known yet (its first request).
 """
 
 from __future__ import annotations
