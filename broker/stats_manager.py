@@ -129,10 +129,8 @@ class BrokerStatsManager:
         ``times`` and ``value`` (new items included): the topics written since the last tick,
         the groups' pulls and the broker's totals."""
         broker = self.broker
-        store = broker.message_store
-        table = store.consume_queue_table
-        totals = {topic: sum([cq.max_offset_in_queue for cq in queues.values()])
-                  for topic in store.consume_queue_store.written_topics() if (queues := table.get(topic)) is not None}
+        cqs = broker.message_store.consume_queue_store
+        totals = cqs.queue_totals(cqs.written_topics())
         if self._put_baseline is None:
             self._put_baseline = totals
         changed: list[tuple[StatsItem, int, int]] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from rocketmq_py.remoting.protocol.message import QUEUED_TRANSACTION_TYPES, TRANSACTION_ROLLBACK_TYPE
 from rocketmq_py.store.commit_log import CommitLog, MessageExtBatch, MessageExtBrokerInner, RunEntry
@@ -165,6 +165,26 @@ class ConsumeQueueStore:
             # collecting the names from their queues.
             return set(self.consume_queue_table)
         return {cq.topic for cq in to_flush.dirty} | {cq.topic for cq in synced}
+
+    def queue_totals(self, topics: Collection[str]) -> dict[str, int]:
+        """The sum of the max offsets of each topic's queues (its messages put, counted from the
+        queues' start), for the topics of ``topics`` that have queues (BrokerStatsManager's
+        per-topic put figures, every 10 s, over ``written_topics``).
+
+        When they are many, read from the CommitLog's topic queue table (a queue's next offset,
+        set for every unit dispatched, by puts and a slave's dispatch alike, and rebuilt from the
+        queues by recovery), one pass over its entries, rather than from each queue's last file
+        through three properties: for 10,000 topics of 8 queues, all written between two ticks
+        (bench/scale.py's topics_10k), 52-61 -> 17-21 ms of CPU a tick in-process (5 alternated)."""
+        table = self.consume_queue_table
+        if len(topics) * 4 < len(table):
+            return {topic: sum([cq.max_offset_in_queue for cq in queues.values()])
+                    for topic in topics if (queues := table.get(topic)) is not None}
+        totals = dict.fromkeys([topic for topic in topics if topic in table], 0)
+        for (topic, _), offset in self.commit_log.topic_queue_table.items():
+            if topic in totals:
+                totals[topic] += offset
+        return totals
 
     # -- by name ----------------------------------------------------------------------------
 

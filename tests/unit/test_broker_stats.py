@@ -89,11 +89,17 @@ def test_human_readable_bytes_as_mixall() -> None:
     assert human_readable_bytes(5 * 1024**3) == "5.0 GiB"
 
 
+def _totals(table: dict[str, dict[int, SimpleNamespace]], topics: set[str]) -> dict[str, int]:
+    """ConsumeQueueStore.queue_totals of a fake table (the real one: test_consume_queue_flush.py)."""
+    return {t: sum(cq.max_offset_in_queue for cq in table[t].values()) for t in topics if t in table}
+
+
 def _fake_broker(queues: dict[str, dict[int, int]]) -> SimpleNamespace:
     """A broker whose store names every topic as written (``written_topics``)."""
     table = {t: {q: SimpleNamespace(max_offset_in_queue=n) for q, n in qs.items()} for t, qs in queues.items()}
     return SimpleNamespace(message_store=SimpleNamespace(
-        consume_queue_table=table, consume_queue_store=SimpleNamespace(written_topics=lambda: set(table))),
+        consume_queue_table=table, consume_queue_store=SimpleNamespace(
+            written_topics=lambda: set(table), queue_totals=lambda topics: _totals(table, topics))),
         stats=BrokerStats(), broker_config=SimpleNamespace(brokerClusterName="DefaultCluster"))
 
 
@@ -165,7 +171,8 @@ def test_items_skipped_while_unchanged_read_as_if_sampled_every_tick(
         return out
 
     broker = SimpleNamespace(message_store=SimpleNamespace(
-        consume_queue_table=table, consume_queue_store=SimpleNamespace(written_topics=written_topics)),
+        consume_queue_table=table, consume_queue_store=SimpleNamespace(
+            written_topics=written_topics, queue_totals=lambda topics: _totals(table, topics))),
         stats=BrokerStats(), broker_config=SimpleNamespace(brokerClusterName="C"))
     manager = BrokerStatsManager(broker)  # type: ignore[arg-type]
     eager = _Eager()

@@ -245,6 +245,37 @@ async def test_written_topics_are_those_written_since_the_last_call(tmp_path: st
         await store.shutdown()
 
 
+async def test_queue_totals_are_the_sums_of_the_queues_max_offsets(tmp_path: str) -> None:
+    """ConsumeQueueStore.queue_totals, the per-topic put figures' source, sums each topic's
+    queues' max offsets, whether it reads the queues (few topics asked) or the CommitLog's topic
+    queue table (many): after puts, for topics unknown or with no unit, and after a restart."""
+    store = await started(str(tmp_path))
+    try:
+        put_spread(store, "t")
+        for n in range(5):
+            assert store.append_message(message("Spread7", b"more", queue_id=n % 3)).ok
+        store.consume_queue_store.find_consume_queue("Empty", 2)  # a queue with no unit yet
+
+        def expected(topics: set[str]) -> dict[str, int]:
+            table = store.consume_queue_table
+            return {t: sum(cq.max_offset_in_queue for cq in table[t].values()) for t in topics if t in table}
+
+        every = {f"Spread{t}" for t in range(TOPICS)} | {"Empty", "Unknown"}
+        few = {"Spread7", "Spread8", "Empty", "Unknown"}
+        cqs = store.consume_queue_store
+        assert cqs.queue_totals(every) == expected(every)
+        assert cqs.queue_totals(every)["Spread7"] == QUEUES + 5 and cqs.queue_totals(every)["Empty"] == 0
+        assert cqs.queue_totals(few) == expected(few) == {"Spread7": QUEUES + 5, "Spread8": QUEUES, "Empty": 0}
+    finally:
+        await store.shutdown()
+    store = await started(str(tmp_path))
+    try:
+        assert store.consume_queue_store.queue_totals(every) == expected(every)
+        assert store.consume_queue_store.queue_totals(every)["Spread7"] == QUEUES + 5
+    finally:
+        await store.shutdown()
+
+
 async def test_a_flush_forgets_its_queues_a_slice_per_turn_of_the_loop(tmp_path: str) -> None:
     """After the sync, the loop takes the flushed queues out of the flush sets in slices, other
     tasks running between them: a thorough flush after sends spread over 70,000 queues held the
